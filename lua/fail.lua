@@ -1,0 +1,22 @@
+--[[
+  fail: the item can never succeed; move it straight to the dead letter.
+
+  KEYS: the arena key block (lua/includes/arena.lua).
+  ARGV[1]  lease token
+  ARGV[2]  reason (0..1024 bytes)
+
+  Returns 1, or 0 when the lease is stale.
+]]
+--@include "arena"
+
+argc(2, 'token reason')
+local token = str_arg(1, 'token', 64, false)
+local reason = str_arg(2, 'reason', MAX_REASON_BYTES, true)
+local now = now_us()
+local rec = current_lease(token, now)
+if not rec then return 0 end
+local qid, attempt, item = parse_lease(rec)
+drop_lease(token, qid)
+to_dead(qid, item, attempt, reason, now)
+if activate(qid, now) then signal() end
+return 1

@@ -1,0 +1,38 @@
+--[[
+  hold / unhold: an operator's indefinite stop of one queue or of the whole
+  arena, separate from pauses. Leases already out are not touched: they can
+  still be committed, retried or released.
+
+  KEYS: the arena key block (lua/includes/arena.lua).
+  ARGV[1]  '1' to hold, '0' to unhold
+  ARGV[2]  queue name, or '' for the whole arena
+
+  Returns 1.
+  Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE.
+]]
+--@include "arena"
+
+argc(2, 'hold queue')
+if ARGV[1] ~= '0' and ARGV[1] ~= '1' then fail('WEIR_BAD_ARGS', 'hold must be 0 or 1') end
+local name = str_arg(2, 'queue name', MAX_NAME_BYTES, true)
+local hold = ARGV[1] == '1'
+local now = now_us()
+if name == '' then
+  redis.call('HSET', K_META, 'v', SCHEMA_VERSION)
+  if hold then
+    redis.call('HSET', K_META, 'held', '1')
+  else
+    redis.call('HDEL', K_META, 'held')
+    signal()
+  end
+  return 1
+end
+local qid = qid_of(name)
+if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
+if hold then
+  qset(qid, 'hold', '1')
+else
+  redis.call('HDEL', K_QUEUES, qf(qid, 'hold'))
+end
+if activate(qid, now) then signal() end
+return 1

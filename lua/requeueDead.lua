@@ -1,0 +1,32 @@
+--[[
+  requeueDead: move the oldest dead-lettered items back to the tail of their
+  queues with a fresh attempt count. Dedupe is bypassed: these items were
+  seen before on purpose.
+
+  KEYS: the arena key block (lua/includes/arena.lua).
+  ARGV[1]  count (1..1000)
+
+  Returns the number of items requeued.
+]]
+--@include "arena"
+
+argc(1, 'count')
+local count = int_arg(1, 'count', 1, 1000)
+local now = now_us()
+local moved = 0
+local woke = false
+for _ = 1, count do
+  local rec = redis.call('LPOP', K_DEAD)
+  if not rec then break end
+  local d = cjson.decode(rec)
+  mincr('dead', -1)
+  local qid = qid_of(d.queue)
+  if qid then
+    qincr(qid, 'dead', -1)
+    push_item(qid, d.item, 0, '', false)
+    if activate(qid, now) then woke = true end
+    moved = moved + 1
+  end
+end
+if woke then signal() end
+return moved

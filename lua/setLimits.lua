@@ -1,0 +1,63 @@
+--[[
+  setLimits: create queues or change their rate and in-flight cap, and the
+  arena's maxAttempts.
+
+  KEYS: the arena key block (lua/includes/arena.lua).
+  ARGV[1]  maxAttempts: integer 1..1000, or '' to leave it as it is
+  ARGV[2]  n: number of queues that follow (0..1000)
+  ARGV[3+3i], ARGV[4+3i], ARGV[5+3i] for i = 0..n-1:
+           queue name (1..256 bytes), rate (requests per second, a number in
+           [0.000001, 10000000], or 'unlimited'), maxInFlight (integer 0..1000000, 0 = no cap)
+
+  Returns the number of queues created by this call.
+  Errors: WEIR_BAD_ARGS, WEIR_SCHEMA. Nothing is written when any argument is bad.
+]]
+--@include "arena"
+
+if #ARGV < 2 then fail('WEIR_BAD_ARGS', 'usage: maxAttempts n [name rate maxInFlight]...') end
+local max_att = nil
+if ARGV[1] ~= '' then max_att = int_arg(1, 'maxAttempts', 1, 1000) end
+local n = int_arg(2, 'n', 0, 1000)
+argc(2 + 3 * n, 'maxAttempts n [name rate maxInFlight]...')
+ensure_schema()
+
+-- Validate everything before the first write.
+local specs = {}
+for i = 0, n - 1 do
+  local name = str_arg(3 + 3 * i, 'queue name', MAX_NAME_BYTES, false)
+  local rate_s = ARGV[4 + 3 * i]
+  local iv
+  if rate_s == 'unlimited' then
+    iv = 0
+  else
+    local rate = tonumber(rate_s)
+    if rate == nil or rate ~= rate or rate < 0.000001 or rate > 10000000 then
+      fail('WEIR_BAD_RATE', 'rate of queue ' .. name .. ' must be a number in [0.000001, 10000000] or unlimited, got ' .. tostring(rate_s))
+    end
+    iv = 1000000 / rate
+  end
+  local cap = int_arg(5 + 3 * i, 'maxInFlight of queue ' .. name, 0, 1000000)
+  specs[#specs + 1] = { name, rate_s, iv, cap }
+end
+
+redis.call('HSET', K_META, 'v', SCHEMA_VERSION)
+if max_att then redis.call('HSET', K_META, 'maxAttempts', max_att) end
+local now = now_us()
+local created = 0
+local woke = false
+for _, s in ipairs(specs) do
+  local qid = qid_of(s[1])
+  if not qid then
+    qid = tostring(mincr('qseq', 1))
+    redis.call('HSET', K_QIDS, s[1], qid)
+    qset(qid, 'name', s[1])
+    created = created + 1
+  end
+  -- %.17g keeps the interval's fraction exactly; it is carried, not rounded.
+  qset(qid, 'iv', string.format('%.17g', s[3]))
+  qset(qid, 'rate', s[2])
+  qset(qid, 'cap', s[4])
+  if activate(qid, now) then woke = true end
+end
+if woke then signal() end
+return created

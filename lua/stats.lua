@@ -1,0 +1,42 @@
+--[[
+  stats: arena totals in constant time from counters the scripts keep, and a
+  page of per-queue figures.
+
+  KEYS: the arena key block (lua/includes/arena.lua).
+  ARGV[1]  cursor: the first qid of the page (1 to start)
+  ARGV[2]  count: queues in the page (0..500)
+
+  Returns {nowMs, totals, nextCursor, rows}:
+    totals = {queued, leased, delayed, done, dead, enqueued, queues, held,
+              maxAttempts, dedupeBits, dedupeHashes, schemaVersion}
+    nextCursor = 0 when the page reached the last queue
+    rows = per queue {name, rate, maxInFlight, queued, leased, delayed, done,
+           dead, nextEligibleMs, pausedUntilMs, held}
+]]
+--@include "arena"
+
+argc(2, 'cursor count')
+local cursor = int_arg(1, 'cursor', 1, 1e15)
+local count = int_arg(2, 'count', 0, 500)
+local now = now_us()
+local m = redis.call('HMGET', K_META, 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v')
+local totals = {}
+for i = 1, 12 do totals[i] = m[i] or '' end
+if totals[9] == '' then totals[9] = tostring(DEFAULT_MAX_ATTEMPTS) end
+local last = tonumber(m[7] or '0')
+local rows = {}
+local qid = cursor
+while qid <= last and #rows < count do
+  local s = tostring(qid)
+  local f = redis.call('HMGET', K_QUEUES, qf(s, 'name'), qf(s, 'rate'), qf(s, 'cap'), qf(s, 'q'), qf(s, 'l'), qf(s, 'd'), qf(s, 'done'), qf(s, 'dead'), qf(s, 'nx'), qf(s, 'p'), qf(s, 'hold'))
+  local nx = tonumber(f[9] or '0')
+  local p = tonumber(f[10] or '0')
+  rows[#rows + 1] = {
+    f[1] or '', f[2] or '', f[3] or '0', f[4] or '0', f[5] or '0', f[6] or '0', f[7] or '0', f[8] or '0',
+    fmt(math.floor(math.max(nx, p) / 1000)), fmt(math.floor(p / 1000)), f[11] or '0',
+  }
+  qid = qid + 1
+end
+local next_cursor = 0
+if qid <= last then next_cursor = qid end
+return { fmt(math.floor(now / 1000)), totals, next_cursor, rows }

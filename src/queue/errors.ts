@@ -1,0 +1,43 @@
+/**
+ * Errors raised by the queue. Every one carries a stable `code`; the codes
+ * raised by the Lua scripts (`WEIR_*` at the start of a Redis error reply)
+ * are the same ones the TypeScript side raises when it rejects an argument
+ * before sending it.
+ */
+export type QueueErrorCode =
+  | 'WEIR_BAD_ARGS'
+  | 'WEIR_BAD_NAME'
+  | 'WEIR_BAD_RATE'
+  | 'WEIR_UNKNOWN_QUEUE'
+  | 'WEIR_ITEM_TOO_LARGE'
+  | 'WEIR_NO_DEDUPE'
+  | 'WEIR_DEDUPE_MISMATCH'
+  | 'WEIR_SCHEMA';
+
+export class WeirError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'WeirError';
+    this.code = code;
+  }
+}
+
+/** A call to the queue was given something it cannot take. Nothing was written. */
+export class QueueArgumentError extends WeirError {
+  declare readonly code: QueueErrorCode;
+  constructor(code: QueueErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'QueueArgumentError';
+  }
+}
+
+const SCRIPT_ERROR = /^(?:ERR )?(WEIR_[A-Z_]+) ([^\n]*?)(?: script: .*)?$/s;
+
+/** Turns a `WEIR_*` error reply from a script into a typed error; other errors pass through. */
+export function fromReplyError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const m = SCRIPT_ERROR.exec(err.message);
+  if (!m?.[1]) return err;
+  return new QueueArgumentError(m[1] as QueueErrorCode, m[2] ?? err.message, { cause: err });
+}

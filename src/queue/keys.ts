@@ -1,0 +1,46 @@
+import { QueueArgumentError } from './errors.js';
+
+/**
+ * The arena key block: the 14 keys every script receives, in the order
+ * lua/includes/arena.lua names them. All share the hash tag `{arena}`, so an
+ * arena lives in one Redis Cluster slot and arenas never share a key.
+ */
+export const ARENA_KEY_NAMES = [
+  'meta',
+  'queues',
+  'qids',
+  'items',
+  'ready',
+  'sched',
+  'leases',
+  'lexp',
+  'delayed',
+  'delaydata',
+  'retries',
+  'dead',
+  'wake',
+  'dedupe',
+] as const;
+
+export type ArenaKeyName = (typeof ARENA_KEY_NAMES)[number];
+
+const ARENA_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export function validateArenaName(arena: string): void {
+  if (typeof arena !== 'string' || !ARENA_NAME.test(arena)) {
+    throw new QueueArgumentError(
+      'WEIR_BAD_NAME',
+      `arena name must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(arena)}`,
+    );
+  }
+}
+
+export function arenaKeys(prefix: string, arena: string): string[] {
+  validateArenaName(arena);
+  return ARENA_KEY_NAMES.map((k) => `${prefix}:{${arena}}:${k}`);
+}
+
+export function arenaKey(prefix: string, arena: string, name: ArenaKeyName): string {
+  validateArenaName(arena);
+  return `${prefix}:{${arena}}:${name}`;
+}

@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess, execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Cluster, Redis } from 'ioredis';
+
+const run = promisify(execFile);
+
+/** A free TCP port on 127.0.0.1 (asked of the kernel, then released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  dir: string;
+  process: ChildProcess;
+  client(): Redis;
+  /** Stops the server (SIGTERM by default) and waits for it to exit. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port and data. */
+  restart(): Promise<void>;
+  /** Stops it and removes its data directory. */
+  destroy(): Promise<void>;
+}
+
+async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'ping']);
+      if (stdout.trim() === 'PONG') return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export interface RedisServerOptions {
+  args?: string[];
+  appendonly?: boolean;
+}
+
+/** Starts a private redis-server on a free loopback port with its own data dir. */
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'weir-redis-'));
+  const port = await freePort();
+  const args = [
+    '--port', String(port),
+    '--bind', '127.0.0.1',
+    '--dir', dir,
+    '--save', '',
+    '--appendonly', options.appendonly ? 'yes' : 'no',
+    '--appendfsync', 'everysec',
+    '--maxmemory-policy', 'noeviction',
+    ...(options.args ?? []),
+  ];
+  let proc!: ChildProcess;
+  const clients: Redis[] = [];
+  const start = async (): Promise<void> => {
+    proc = spawn('redis-server', args, { stdio: 'ignore' });
+    await waitForPing(port);
+  };
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill(signal);
+    await exited;
+  };
+  await start();
+  const server: RedisServer = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    get process() {
+      return proc;
+    },
+    client() {
+      const c = new Redis({ port, host: '127.0.0.1', lazyConnect: false, maxRetriesPerRequest: null });
+      clients.push(c);
+      return c;
+    },
+    stop,
+    restart: start,
+    async destroy() {
+      for (const c of clients) c.disconnect();
+      await stop('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
+
+export interface RedisClusterHandle {
+  ports: number[];
+  client(): Cluster;
+  destroy(): Promise<void>;
+}
+
+/**
+ * A local 3-master Redis Cluster: three `redis-server --cluster-enabled yes`,
+ * joined by `redis-cli --cluster create`, ready when every node reports
+ * cluster_state:ok. Any failure to start throws: cluster tests fail, never skip.
+ */
+export async function startCluster(): Promise<RedisClusterHandle> {
+  const nodes: RedisServer[] = [];
+  for (let i = 0; i < 3; i++) {
+    nodes.push(await startRedis({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'] }));
+  }
+  const ports = nodes.map((n) => n.port);
+  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+  const deadline = Date.now() + 30_000;
+  for (const p of ports) {
+    for (;;) {
+      const { stdout } = await run('redis-cli', ['-p', String(p), 'cluster', 'info']);
+      if (stdout.includes('cluster_state:ok')) break;
+      if (Date.now() > deadline) throw new Error(`cluster node ${p} never reached cluster_state:ok`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const clients: Cluster[] = [];
+  return {
+    ports,
+    client() {
+      const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: null } });
+      clients.push(c);
+      return c;
+    },
+    async destroy() {
+      for (const c of clients) c.disconnect();
+      await Promise.all(nodes.map((n) => n.destroy()));
+    },
+  };
+}
