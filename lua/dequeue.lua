@@ -13,7 +13,7 @@
   queues whose next allowed time has come join the tail of the round-robin
   order. Then it serves the queue at the head of that order.
 
-  Returns {token, queue, item, attempt, expiresAtMs} or
+  Returns {token, queue, item, attempt, expiresAtMs, servedAtUs} or
           {false, waitUs}: waitUs is how long until something may become
           ready (a rate slot, a retry, a lease expiry), -1 when nothing will
           without a new enqueue/commit/unhold (then block on the wake list).
@@ -115,7 +115,7 @@ for _ = 1, POP_TRIES do
       end
       activate(qid, now)
       if woken and redis.call('ZCARD', K_READY) > 0 then signal() end
-      return { token, qget(qid, 'name'), item, attempt, fmt(math.floor(expires / 1000)) }
+      return { token, qget(qid, 'name'), item, attempt, fmt(math.floor(expires / 1000)), fmt(now) }
     end
     -- A missing item (only after outside tampering): skip it, keep the queue right.
   end

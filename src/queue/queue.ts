@@ -50,6 +50,8 @@ export interface Lease {
   readonly attempt: number;
   /** Expiry in ms since the epoch, by Redis's clock. */
   expiresAt: number;
+  /** When the scheduler served it: ms since the epoch with µs fraction, Redis's clock. */
+  readonly servedAt: number;
 }
 
 export type DequeueResult =
@@ -291,11 +293,12 @@ export class FairQueue {
     return {
       lease: {
         arena,
-        token: String(r[0]),
-        queue: String(r[1]),
-        item: String(r[2]),
+        token: r[0] as string,
+        queue: r[1] as string,
+        item: r[2] as string,
         attempt: num(r[3]),
         expiresAt: num(r[4]),
+        servedAt: num(r[5]) / 1000,
       },
       waitMs: 0,
     };

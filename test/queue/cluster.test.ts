@@ -1,0 +1,105 @@
+/**
+ * Every script, unchanged, on a local 3-master Redis Cluster. The cluster is
+ * started here; if it cannot start, this test fails (it is never skipped).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { FairQueue, SCRIPT_NAMES } from '../../src/queue/index.js';
+import { ScriptRunner } from '../../src/queue/scripts.js';
+import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
+import { sleep } from '../helpers/fixture.js';
+
+let cluster: RedisClusterHandle;
+const queues: FairQueue[] = [];
+
+before(async () => {
+  cluster = await startCluster();
+});
+after(async () => {
+  for (const q of queues) await q.close();
+  await cluster.destroy();
+});
+
+describe('Redis Cluster', () => {
+  it('runs every queue operation on arenas spread over the three masters', async () => {
+    const client = cluster.client();
+    const q = new FairQueue(client);
+    queues.push(q);
+    // Record which scripts really ran, as the client sent them.
+    const used = new Set<string>();
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound with .call below
+    const original = ScriptRunner.prototype.run;
+    ScriptRunner.prototype.run = function (this: ScriptRunner, name, keys, args) {
+      used.add(name);
+      return original.call(this, name, keys, args);
+    };
+    after(() => {
+      ScriptRunner.prototype.run = original;
+    });
+    const slots = new Set<number>();
+    // Arenas chosen to land on different masters.
+    const arenas = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot'];
+    for (const arena of arenas) {
+      slots.add(Number(await client.cluster('KEYSLOT', `weir:{${arena}}:meta`)));
+      await q.setLimits(arena, { s1: { rate: 1000, maxInFlight: 2 }, s2: { rate: 'unlimited' } }, { maxAttempts: 2 });
+      await q.configureDedupe(arena, { bits: 4096, hashes: 3 });
+      assert.equal(await q.enqueue(arena, 's1', ['a', 'b', 'a'], { dedupe: [[1, 2, 3], [4, 5, 6], [1, 2, 3]] }), 2);
+      assert.equal(await q.enqueue(arena, 's2', ['c', 'd', 'e']), 3);
+      const l1 = await q.take(arena);
+      const l2 = await q.take(arena);
+      const l3 = await q.take(arena);
+      const l4 = await q.take(arena);
+      assert.ok(l1 && l2 && l3 && l4);
+      assert.equal(await q.extend(l1, 5000), 'ok');
+      assert.equal(await q.commit(l1), 'ok');
+      assert.equal(await q.release(l2), 'ok');
+      assert.equal(await q.retry(l3, { delayMs: 20, reason: 'later' }), 'ok');
+      assert.equal(await q.fail(l4, 'bad'), 'ok');
+      assert.ok((await q.pause(arena, 's1', 10)) > 0);
+      await q.hold(arena, 's2');
+      await q.unhold(arena, 's2');
+      await q.hold(arena);
+      await q.unhold(arena);
+      assert.equal((await q.dead(arena)).length, 1);
+      assert.equal(await q.requeueDead(arena, 5), 1);
+      assert.equal(await q.noop(arena, [1, 2]), 2);
+      // Drain what is left, delayed retry included.
+      await sleep(30);
+      const ac = new AbortController();
+      for (;;) {
+        const s = await q.stats(arena);
+        if (s.drained) break;
+        const l = await q.take(arena, { signal: ac.signal });
+        assert.ok(l);
+        await q.commit(l);
+      }
+      const page = await q.queueStats(arena);
+      assert.equal(page.queues.length, 2);
+      assert.equal((await q.stats(arena)).done, 5);
+      await q.destroy(arena);
+    }
+    assert.ok(slots.size >= 3);
+    const masters = new Set<string>();
+    for (const s of slots) {
+      const nodes = (await client.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+      const owner = nodes.find(([lo, hi]) => s >= lo && s <= hi);
+      if (owner) masters.add(String(owner[2][1]));
+    }
+    assert.equal(masters.size, 3, 'the arenas landed on all three masters');
+    assert.deepEqual([...used].sort(), [...SCRIPT_NAMES].sort());
+  });
+
+  it('wakes a blocked worker on a cluster too', async () => {
+    const q = new FairQueue(cluster.client());
+    const producer = new FairQueue(cluster.client());
+    queues.push(q, producer);
+    await q.setLimits('wakeup', { a: { rate: 'unlimited' } });
+    const taking = q.take('wakeup');
+    await sleep(200);
+    const t = Date.now();
+    await producer.enqueue('wakeup', 'a', ['hello']);
+    const l = await taking;
+    assert.equal(l?.item, 'hello');
+    assert.ok(Date.now() - t < 3000);
+  });
+});

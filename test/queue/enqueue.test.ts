@@ -1,0 +1,92 @@
+/** Enqueue: batches, the atomic dedupe hook, and racing producers. */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { FairQueue } from '../../src/queue/index.js';
+import { freshArena, useRedis } from '../helpers/fixture.js';
+
+const fx = useRedis();
+const BITS = 1 << 24;
+const K = 10;
+
+/** k positions from sha1: independent enough for a test, and deterministic. */
+function positions(item: string): number[] {
+  const h = createHash('sha1').update(item).digest();
+  return Array.from({ length: K }, (_, i) => ((h.readUInt32BE((i * 2) % 16) ^ Math.imul(i, 0x9e3779b1)) >>> 0) % BITS);
+}
+
+describe('enqueue', () => {
+  it('appends in order and counts what it added', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    assert.equal(await q.enqueue(arena, 'a', ['1', '2', '3']), 3);
+    assert.equal(await q.enqueue(arena, 'a', ['4']), 1);
+    const got: string[] = [];
+    for (;;) {
+      const r = await q.dequeue(arena);
+      if (!r.lease) break;
+      got.push(r.lease.item);
+      await q.commit(r.lease);
+    }
+    assert.deepEqual(got, ['1', '2', '3', '4']);
+  });
+
+  it('takes batches over the per-call limit (2,500 items) and keeps binary-safe, multi-line items intact', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    const items = Array.from({ length: 2500 }, (_, i) => `line ${i}\n:colon:${'é'.repeat(i % 7)}`);
+    assert.equal(await q.enqueue(arena, 'a', items), 2500);
+    const first = await q.dequeue(arena);
+    assert.equal(first.lease?.item, items[0]);
+    assert.equal((await q.stats(arena)).queued, 2499);
+  });
+
+  it('dedupe: an item whose bits are all set already is dropped, atomically with setting them', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    assert.equal(await q.configureDedupe(arena, { bits: BITS, hashes: K }), true);
+    assert.equal(await q.configureDedupe(arena, { bits: BITS, hashes: K }), false);
+    await assert.rejects(q.configureDedupe(arena, { bits: BITS * 2, hashes: K }), { code: 'WEIR_DEDUPE_MISMATCH' });
+    const items = ['x', 'y', 'x', 'z', 'y'];
+    assert.equal(await q.enqueue(arena, 'a', items, { dedupe: items.map(positions) }), 3);
+    assert.equal(await q.enqueue(arena, 'a', ['x', 'w'], { dedupe: ['x', 'w'].map(positions) }), 1);
+    const s = await q.stats(arena);
+    assert.deepEqual(s.dedupe, { bits: BITS, hashes: K });
+    assert.equal(s.queued, 4);
+  });
+
+  it('two clients racing to enqueue the same 10,000 items enqueue exactly 10,000', async () => {
+    const arena = freshArena();
+    const setup = fx.queue();
+    await setup.setLimits(arena, { a: { rate: 'unlimited' } });
+    await setup.configureDedupe(arena, { bits: BITS, hashes: K });
+    const items = Array.from({ length: 10_000 }, (_, i) => `https://example.test/page/${i}`);
+    const pos = items.map(positions);
+    const clients = [fx.server.client(), fx.server.client()];
+    const producers = clients.map((c) => new FairQueue(c));
+    // Both producers send the whole set, batch by batch, at the same time.
+    const added = await Promise.all(
+      producers.map(async (p) => {
+        let n = 0;
+        for (let i = 0; i < items.length; i += 250) {
+          n += await p.enqueue(arena, 'a', items.slice(i, i + 250), { dedupe: pos.slice(i, i + 250) });
+        }
+        return n;
+      }),
+    );
+    assert.equal((added[0] ?? 0) + (added[1] ?? 0), 10_000);
+    assert.equal((await setup.stats(arena)).queued, 10_000);
+    for (const c of clients) c.disconnect();
+  });
+
+  it('enqueue into an unknown queue is refused and writes nothing', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await assert.rejects(q.enqueue(arena, 'nope', ['x']), { code: 'WEIR_UNKNOWN_QUEUE' });
+    assert.equal((await q.stats(arena)).queued, 0);
+  });
+});

@@ -1,0 +1,237 @@
+/** Leases: tokens, expiry, attempts, retries, the dead letter and draining. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Lease } from '../../src/queue/index.js';
+import { freshArena, sleep, useRedis } from '../helpers/fixture.js';
+
+const fx = useRedis();
+
+async function must(p: Promise<{ lease: Lease | null }>): Promise<Lease> {
+  const r = await p;
+  assert.ok(r.lease, 'expected a lease');
+  return r.lease;
+}
+
+describe('leases', () => {
+  it('only the current holder can commit; a stale token changes nothing', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['one']);
+    const l = await must(q.dequeue(arena, { leaseMs: 60_000 }));
+    const forged: Lease = { ...l, token: 'not-a-real-token' };
+    assert.equal(await q.commit(forged), 'stale');
+    assert.equal(await q.extend(forged, 1000), 'stale');
+    assert.equal(await q.release(forged), 'stale');
+    assert.equal(await q.retry(forged), 'stale');
+    assert.equal(await q.fail(forged, 'x'), 'stale');
+    assert.equal((await q.stats(arena)).leased, 1);
+    assert.equal(await q.commit(l), 'ok');
+    assert.equal(await q.commit(l), 'stale');
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased, s.done, s.drained], [0, 0, 1, true]);
+  });
+
+  it('an expired lease comes back at the head of its queue once, counting an attempt; its late commit is stale', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['first', 'second']);
+    const l1 = await must(q.dequeue(arena, { leaseMs: 100 }));
+    assert.equal(l1.item, 'first');
+    assert.equal(l1.attempt, 1);
+    await sleep(150);
+    const l2 = await must(q.dequeue(arena, { leaseMs: 60_000 }));
+    assert.equal(l2.item, 'first', 'expired item is back at the head');
+    assert.equal(l2.attempt, 2);
+    // The first holder wakes up late: its commit must not touch the new lease.
+    assert.equal(await q.commit(l1), 'stale');
+    assert.equal((await q.stats(arena)).leased, 1);
+    assert.equal(await q.commit(l2), 'ok');
+    const l3 = await must(q.dequeue(arena));
+    assert.equal(l3.item, 'second');
+    assert.equal(l3.attempt, 1);
+  });
+
+  it('a commit that arrives after expiry but before any dequeue is stale and returns the item exactly once', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['x']);
+    const l = await must(q.dequeue(arena, { leaseMs: 50 }));
+    await sleep(100);
+    assert.equal(await q.commit(l), 'stale');
+    assert.equal(await q.extend(l), 'stale');
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased], [1, 0]);
+  });
+
+  it('extend keeps a lease alive past its first expiry', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['slow']);
+    const l = await must(q.dequeue(arena, { leaseMs: 150 }));
+    const before = l.expiresAt;
+    for (let i = 0; i < 4; i++) {
+      await sleep(75);
+      assert.equal(await q.extend(l, 150), 'ok');
+    }
+    assert.ok(l.expiresAt > before);
+    assert.equal((await q.dequeue(arena)).lease, null, 'still leased, not redelivered');
+    assert.equal(await q.commit(l), 'ok');
+  });
+
+  it('dead-letters an item after maxAttempts with its last reason; requeueDead brings it back fresh', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } }, { maxAttempts: 3 });
+    await q.enqueue(arena, 'a', ['poison']);
+    const results: string[] = [];
+    for (let i = 1; i <= 3; i++) {
+      const l = await must(q.dequeue(arena));
+      assert.equal(l.attempt, i);
+      results.push(await q.retry(l, { reason: `boom ${i}` }));
+    }
+    assert.deepEqual(results, ['ok', 'ok', 'dead']);
+    assert.equal((await q.dequeue(arena)).lease, null);
+    const s = await q.stats(arena);
+    assert.deepEqual([s.dead, s.queued, s.drained], [1, 0, true]);
+    const dead = await q.dead(arena);
+    assert.equal(dead.length, 1);
+    assert.deepEqual([dead[0]?.queue, dead[0]?.item, dead[0]?.reason, dead[0]?.attempts], ['a', 'poison', 'boom 3', 3]);
+    assert.equal(await q.requeueDead(arena, 10), 1);
+    const again = await must(q.dequeue(arena));
+    assert.equal(again.item, 'poison');
+    assert.equal(again.attempt, 1);
+    assert.equal((await q.stats(arena)).dead, 0);
+  });
+
+  it('expiries count as attempts too, so a worker-killing item ends in the dead letter', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } }, { maxAttempts: 2 });
+    await q.enqueue(arena, 'a', ['crashy']);
+    await must(q.dequeue(arena, { leaseMs: 20 }));
+    await sleep(40);
+    await must(q.dequeue(arena, { leaseMs: 20 }));
+    await sleep(40);
+    assert.equal((await q.dequeue(arena)).lease, null);
+    const dead = await q.dead(arena);
+    assert.equal(dead[0]?.reason, 'lease expired');
+    assert.equal(dead[0]?.attempts, 2);
+  });
+
+  it('retry without counting (Retry-After) and release never use up attempts', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } }, { maxAttempts: 2 });
+    await q.enqueue(arena, 'a', ['paced']);
+    for (let i = 0; i < 5; i++) {
+      const l = await must(q.dequeue(arena));
+      assert.equal(l.attempt, 1);
+      assert.equal(i % 2 === 0 ? await q.retry(l, { countAttempt: false, reason: 'retry-after' }) : await q.release(l), 'ok');
+    }
+    assert.equal((await q.stats(arena)).dead, 0);
+  });
+
+  it('a delayed retry is not served before its delay, by Redis time, and counts as delayed meanwhile', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['later']);
+    const l = await must(q.dequeue(arena));
+    const t0 = (await q.stats(arena)).now;
+    assert.equal(await q.retry(l, { delayMs: 300, reason: 'http 503' }), 'ok');
+    const s = await q.stats(arena);
+    assert.deepEqual([s.delayed, s.queued, s.leased, s.drained], [1, 0, 0, false]);
+    const r = await q.dequeue(arena);
+    assert.equal(r.lease, null);
+    assert.ok(r.waitMs !== null && r.waitMs > 200);
+    const back = await q.take(arena);
+    assert.ok(back);
+    assert.ok(back.servedAt >= t0 + 300, `served ${back.servedAt - t0} ms after the retry`);
+    assert.equal(back.attempt, 2);
+  });
+
+  it('fail sends the item straight to the dead letter', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['bad']);
+    const l = await must(q.dequeue(arena));
+    assert.equal(await q.fail(l, 'robots.txt unreachable'), 'ok');
+    assert.deepEqual((await q.dead(arena)).map((d) => d.reason), ['robots.txt unreachable']);
+  });
+
+  it('expired leases come back and can all be dequeued again (the seed design stranded 20,000 of 20,000)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' }, b: { rate: 'unlimited' } });
+    const n = 2000;
+    await q.enqueue(arena, 'a', Array.from({ length: n }, (_, i) => `a${i}`));
+    await q.enqueue(arena, 'b', Array.from({ length: n }, (_, i) => `b${i}`));
+    const leases: Lease[] = [];
+    for (let i = 0; i < 2 * n; i += 100) {
+      const batch = await Promise.all(Array.from({ length: 100 }, () => must(q.dequeue(arena, { leaseMs: 1500 }))));
+      leases.push(...batch);
+    }
+    assert.equal((await q.stats(arena)).queued, 0);
+    const lastExpiry = Math.max(...leases.map((l) => l.expiresAt));
+    await sleep(lastExpiry - (await q.stats(arena)).now + 50);
+    const seen = new Set<string>();
+    for (;;) {
+      const r = await q.dequeue(arena);
+      if (!r.lease) break;
+      seen.add(r.lease.item);
+      await q.commit(r.lease);
+    }
+    assert.equal(seen.size, 2 * n);
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased, s.done, s.drained], [0, 0, 2 * n, true]);
+  });
+});
+
+describe('waiting', () => {
+  it('an enqueue wakes a worker blocked in an idle arena at once', async () => {
+    const q = fx.queue();
+    const producer = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    const started = Date.now();
+    const taking = q.take(arena);
+    await sleep(300);
+    await producer.enqueue(arena, 'a', ['wake']);
+    const l = await taking;
+    assert.equal(l?.item, 'wake');
+    // The idle re-check runs every 5 s; a wake-up must beat it by far.
+    assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
+    assert.ok(q.counters.wakeups >= 1);
+  });
+
+  it('a worker waiting on a slow queue makes a bounded number of calls (no busy polling)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { slow: { rate: 2 } });
+    await q.enqueue(arena, 'slow', ['a', 'b', 'c']);
+    const before = q.counters.dequeues;
+    for (let i = 0; i < 3; i++) {
+      const l = await q.take(arena);
+      assert.ok(l);
+      await q.commit(l);
+    }
+    // 3 items 500 ms apart: one call each plus a few timer wake-ups.
+    assert.ok(q.counters.dequeues - before <= 9, `${q.counters.dequeues - before} dequeues for 3 items`);
+  });
+
+  it('take resolves null when aborted', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    const ac = new AbortController();
+    const p = q.take(arena, { signal: ac.signal });
+    await sleep(50);
+    ac.abort();
+    assert.equal(await p, null);
+  });
+});

@@ -1,0 +1,169 @@
+/** Bad input, script cache loss, dropped connections and arena isolation. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { FairQueue, arenaKeys } from '../../src/queue/index.js';
+import { ScriptRunner } from '../../src/queue/scripts.js';
+import { freshArena, sleep, useRedis } from '../helpers/fixture.js';
+
+const fx = useRedis();
+
+/** Every key and value of an arena, to prove a call wrote nothing. */
+async function snapshot(redis: Redis, arena: string): Promise<string> {
+  const out: string[] = [];
+  for (const k of arenaKeys('weir', arena)) {
+    const d = await redis.dumpBuffer(k);
+    out.push(`${k}=${d ? d.toString('base64') : '-'}`);
+  }
+  return out.join('\n');
+}
+
+describe('bad input', () => {
+  it('the API rejects bad arguments with typed errors and stable codes, before sending anything', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await assert.rejects(q.setLimits('bad arena!', { a: { rate: 1 } }), { code: 'WEIR_BAD_NAME' });
+    await assert.rejects(q.setLimits('x{y}', { a: { rate: 1 } }), { code: 'WEIR_BAD_NAME' });
+    await assert.rejects(q.setLimits(arena, { a: { rate: 0 } }), { code: 'WEIR_BAD_RATE' });
+    await assert.rejects(q.setLimits(arena, { a: { rate: -3 } }), { code: 'WEIR_BAD_RATE' });
+    await assert.rejects(q.setLimits(arena, { a: { rate: Number.NaN } }), { code: 'WEIR_BAD_RATE' });
+    await assert.rejects(q.setLimits(arena, { a: { rate: '5' as unknown as number } }), { code: 'WEIR_BAD_RATE' });
+    await assert.rejects(q.setLimits(arena, { '': { rate: 1 } }), { code: 'WEIR_BAD_NAME' });
+    await assert.rejects(q.setLimits(arena, { ['n'.repeat(257)]: { rate: 1 } }), { code: 'WEIR_BAD_NAME' });
+    await assert.rejects(q.setLimits(arena, { a: { rate: 1, maxInFlight: 1.5 } }), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(q.setLimits(arena, { a: { rate: 1 } }, { maxAttempts: 0 }), { code: 'WEIR_BAD_ARGS' });
+    await q.setLimits(arena, { a: { rate: 1 } });
+    await assert.rejects(q.enqueue(arena, 'a', ['x'.repeat(65537)]), { code: 'WEIR_ITEM_TOO_LARGE' });
+    await assert.rejects(q.enqueue(arena, 'a', [42 as unknown as string]), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(q.enqueue(arena, 'a', ['x'], { dedupe: [[1, 2], [3]] }), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(q.dequeue(arena, { leaseMs: 0 }), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(q.pause(arena, 'a', -1), { code: 'WEIR_BAD_ARGS' });
+    const s = await q.stats(arena);
+    assert.equal(s.queues, 1);
+  });
+
+  it('the scripts themselves reject wrong argument counts and types, and write nothing', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 10 } });
+    await q.enqueue(arena, 'a', ['keep']);
+    const runner = new ScriptRunner(fx.redis);
+    const keys = arenaKeys('weir', arena);
+    const before = await snapshot(fx.redis, arena);
+    const cases: [Parameters<ScriptRunner['run']>[0], (string | number)[], string][] = [
+      ['setLimits', [], 'WEIR_BAD_ARGS'],
+      ['setLimits', ['', 1, 'b', 'fast', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', ['', 1, 'b', '0', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', ['', 1, 'b', 'inf', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', ['', 2, 'b', '1', 0], 'WEIR_BAD_ARGS'],
+      ['setLimits', ['', 2, 'b', '1', 0, 'c', 'nan', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', ['x', 0], 'WEIR_BAD_ARGS'],
+      ['enqueue', ['a', 2, 0, 'only-one'], 'WEIR_BAD_ARGS'],
+      ['enqueue', ['a', 1, 0, 'x'.repeat(65537)], 'WEIR_ITEM_TOO_LARGE'],
+      ['enqueue', ['a', 1, 1, 'x', 5], 'WEIR_NO_DEDUPE'],
+      ['enqueue', ['', 1, 0, 'x'], 'WEIR_BAD_ARGS'],
+      ['enqueue', ['a', 'many', 0, 'x'], 'WEIR_BAD_ARGS'],
+      ['enqueue', ['a', 1001, 0], 'WEIR_BAD_ARGS'],
+      ['dequeue', ['short', 1000, '0'], 'WEIR_BAD_ARGS'],
+      ['dequeue', ['long-enough-token', -5, '0'], 'WEIR_BAD_ARGS'],
+      ['dequeue', ['long-enough-token', 1000], 'WEIR_BAD_ARGS'],
+      ['commit', [], 'WEIR_BAD_ARGS'],
+      ['extend', ['tok', 'soon'], 'WEIR_BAD_ARGS'],
+      ['retry', ['tok', 10, 'r', 'maybe'], 'WEIR_BAD_ARGS'],
+      ['retry', ['tok', 10, 'r'.repeat(1025), '1'], 'WEIR_BAD_ARGS'],
+      ['pause', ['a', 1.5], 'WEIR_BAD_ARGS'],
+      ['pause', ['nope', 100], 'WEIR_UNKNOWN_QUEUE'],
+      ['hold', ['2', 'a'], 'WEIR_BAD_ARGS'],
+      ['dead', [0, 0], 'WEIR_BAD_ARGS'],
+      ['requeueDead', [5000], 'WEIR_BAD_ARGS'],
+      ['stats', [0, 10], 'WEIR_BAD_ARGS'],
+      ['configureDedupe', [1000, 3], 'WEIR_BAD_ARGS'],
+      ['configureDedupe', [1024, 65], 'WEIR_BAD_ARGS'],
+    ];
+    for (const [name, args, code] of cases) {
+      await assert.rejects(runner.run(name, keys, args), { code }, `${name}(${args.join(',').slice(0, 40)})`);
+    }
+    await assert.rejects(runner.run('commit', keys.slice(0, 13), ['tok']), /WEIR_BAD_ARGS|14-key/);
+    assert.equal(await snapshot(fx.redis, arena), before);
+  });
+
+  it('refuses an arena written by another key-schema version', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 1 } });
+    await fx.redis.hset(`weir:{${arena}}:meta`, 'v', '99');
+    await assert.rejects(q.enqueue(arena, 'a', ['x']), { code: 'WEIR_SCHEMA' });
+    await assert.rejects(q.dequeue(arena), { code: 'WEIR_SCHEMA' });
+  });
+});
+
+describe('script cache and connections', () => {
+  it('recovers from NOSCRIPT after SCRIPT FLUSH (as after a Redis restart) by reloading', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await fx.redis.script('FLUSH');
+    assert.equal(await q.enqueue(arena, 'a', ['after-flush']), 1);
+    await fx.redis.script('FLUSH');
+    const r = await q.dequeue(arena);
+    assert.equal(r.lease?.item, 'after-flush');
+  });
+
+  it('a client disconnected mid-call loses nothing: every item is either queued or leased, and comes back', async () => {
+    const arena = freshArena();
+    const setup = fx.queue();
+    await setup.setLimits(arena, { a: { rate: 'unlimited' } });
+    const n = 500;
+    await setup.enqueue(arena, 'a', Array.from({ length: n }, (_, i) => `i${i}`));
+    // Fire dequeues and cut the connection while replies are in flight.
+    for (let round = 0; round < 10; round++) {
+      const c = new Redis({ port: fx.server.port, host: '127.0.0.1', maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+      await new Promise((r) => c.once('ready', r));
+      const q = new FairQueue(c);
+      const calls = Array.from({ length: 30 }, () => q.dequeue(arena, { leaseMs: 400 }).catch(() => null));
+      await sleep(round % 3);
+      c.disconnect();
+      await Promise.all(calls);
+    }
+    const s = await setup.stats(arena);
+    assert.equal(s.queued + s.leased, n);
+    await sleep(500);
+    const seen = new Set<string>();
+    for (;;) {
+      const r = await setup.dequeue(arena);
+      if (!r.lease) break;
+      seen.add(r.lease.item);
+      await setup.commit(r.lease);
+    }
+    assert.equal(seen.size, n);
+  });
+});
+
+describe('arenas', () => {
+  it('share no keys: every key carries its arena hash tag, and work in one never shows in another', async () => {
+    const q = fx.queue();
+    const a = freshArena('iso');
+    const b = freshArena('iso');
+    for (const arena of [a, b]) {
+      await q.setLimits(arena, { same: { rate: 'unlimited', maxInFlight: 1 } }, { maxAttempts: 2 });
+      await q.configureDedupe(arena, { bits: 1024, hashes: 2 });
+    }
+    await q.enqueue(a, 'same', ['only-in-a'], { dedupe: [[1, 2]] });
+    assert.equal(await q.enqueue(b, 'same', ['only-in-b'], { dedupe: [[1, 2]] }), 1, 'dedupe bits are per arena');
+    const la = await q.dequeue(a);
+    assert.equal(la.lease?.item, 'only-in-a');
+    const lb = await q.dequeue(b);
+    assert.equal(lb.lease?.item, 'only-in-b', 'the in-flight cap is per arena');
+    await q.hold(a);
+    assert.equal((await q.stats(b)).held, false);
+    const keysA = new Set(arenaKeys('weir', a));
+    const keysB = new Set(arenaKeys('weir', b));
+    for (const k of keysA) assert.ok(!keysB.has(k));
+    const stored = await fx.redis.keys(`weir:{${a}}:*`);
+    assert.ok(stored.length > 0);
+    for (const k of stored) assert.ok(keysA.has(k), `${k} is not in the declared key block`);
+    await q.destroy(a);
+    assert.equal((await fx.redis.keys(`weir:{${a}}:*`)).length, 0);
+    assert.equal((await q.stats(b)).leased, 1);
+  });
+});
