@@ -1,23 +1,44 @@
 --[[
-  commit: the work of a lease is done; the item is gone for good.
+  commit: the work of one or more leases is done; their items are gone for good.
 
   KEYS: the arena key block (lua/includes/arena.lua).
-  ARGV[1]  lease token
+  ARGV[1..n]  lease tokens (1..1000 of them)
 
-  Returns 1, or 0 when the lease is stale (expired, or ended by another
-  call): then nothing else changes, and an expired lease that had not yet
-  gone back goes back now, exactly once.
+  Returns a list with, per token, 1 (committed) or 0 (stale: expired, or
+  ended by another call; nothing else changes for it, and an expired lease
+  that had not yet gone back goes back now, exactly once).
 ]]
 --@include "arena"
 
-argc(1, 'token')
-local token = str_arg(1, 'token', 64, false)
+if #ARGV < 1 or #ARGV > 1000 then fail('WEIR_BAD_ARGS', 'expected 1..1000 lease tokens, got ' .. #ARGV) end
+for i = 1, #ARGV do str_arg(i, 'token', 64, false) end
 local now = now_us()
-local rec = current_lease(token, now)
-if not rec then return 0 end
-local qid = parse_lease(rec)
-drop_lease(token, qid)
-qincr(qid, 'done', 1)
-mincr('done', 1)
-if activate(qid, now) then signal() end
-return 1
+local out = {}
+local done = 0
+local woke = false
+for i = 1, #ARGV do
+  local token = ARGV[i]
+  local rec = current_lease(token, now)
+  if rec then
+    local qid = parse_lease(rec)
+    redis.call('HDEL', K_LEASES, token)
+    redis.call('ZREM', K_LEXP, token)
+    local f = redis.call('HMGET', K_QUEUES, qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'done'))
+    local leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0')
+    redis.call('HSET', K_QUEUES, qf(qid, 'l'), leased - 1, qf(qid, 'done'), tonumber(f[3] or '0') + 1)
+    -- Only the in-flight cap depends on leases: a queue below it is placed already.
+    if cap > 0 and leased >= cap then
+      if activate(qid, now) then woke = true end
+    end
+    done = done + 1
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+if done > 0 then
+  redis.call('HINCRBY', K_META, 'leased', -done)
+  redis.call('HINCRBY', K_META, 'done', done)
+end
+if woke then signal() end
+return out

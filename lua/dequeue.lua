@@ -1,33 +1,47 @@
 --[[
-  dequeue: lease the next item by the arena's fair, rate-limited schedule.
+  dequeue: lease up to `count` items by the arena's fair, rate-limited schedule.
 
   KEYS: the arena key block (lua/includes/arena.lua).
-  ARGV[1]  lease token chosen by the client (8..64 bytes, unique)
+  ARGV[1]  lease token base chosen by the client (8..48 bytes, random); lease i
+           of this call gets the token "<base>.<i>"
   ARGV[2]  lease duration in ms (1..86400000)
   ARGV[3]  '1' when the caller was woken by the wake list (it then passes the
            wake-up on if more work is ready), else '0'
+  ARGV[4]  count: most leases to hand out (1..1000)
 
   Each call first does a bounded amount of upkeep, all on Redis time:
   expired leases go back to the head of their queue (counting an attempt),
   retried items whose delay is over go back to the head of theirs, and
   queues whose next allowed time has come join the tail of the round-robin
-  order. Then it serves the queue at the head of that order.
+  order. Then it serves queues from the head of that order, one item per
+  turn; a queue served goes back to the tail, or to `sched` at its next
+  allowed time, so a batch is as fair and as polite as single calls.
 
-  Returns {token, queue, item, attempt, expiresAtMs, servedAtUs} or
-          {false, waitUs}: waitUs is how long until something may become
-          ready (a rate slot, a retry, a lease expiry), -1 when nothing will
-          without a new enqueue/commit/unhold (then block on the wake list).
+  Returns {waitUs, lease, lease, ...}, each lease {token, queue, item,
+  attempt, expiresAtMs, servedAtUs}. With no lease, waitUs is how long until
+  something may become ready (a rate slot, a retry, a lease expiry), or -1
+  when nothing will without a new enqueue/commit/unhold (block on the wake
+  list then). Empty callers are spread over the upcoming rate slots: each
+  gets the earliest slot no other waiting caller was told of (a claim that
+  lapses a few ms after the slot), so N idle workers do not all wake for one
+  slot. Claims only decide wake-up times, never who may take work.
   Errors: WEIR_BAD_ARGS, WEIR_SCHEMA.
 ]]
 --@include "arena"
 
-argc(3, 'token leaseMs woken')
-local token = str_arg(1, 'token', 64, false)
-if #token < 8 then fail('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
+-- How many upcoming slots an empty caller may look through for an unclaimed one,
+-- and how long after its slot a claim lapses (a claimant that died).
+local CLAIM_SCAN = 16
+local CLAIM_GRACE_US = 5000
+
+argc(4, 'token leaseMs woken count')
+local base = str_arg(1, 'token', 48, false)
+if #base < 8 then fail('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
 local lease_ms = int_arg(2, 'leaseMs', 1, 86400000)
 local woken = ARGV[3] == '1'
+local count = int_arg(4, 'count', 1, 1000)
 ensure_schema()
-if redis.call('HEXISTS', K_LEASES, token) == 1 then fail('WEIR_BAD_ARGS', 'lease token is already in use') end
+if redis.call('HEXISTS', K_LEASES, base .. '.1') == 1 then fail('WEIR_BAD_ARGS', 'lease token is already in use') end
 
 local now = now_us()
 reap_expired(now, REAP_BATCH)
@@ -62,63 +76,116 @@ for _, qid in ipairs(sched) do
 end
 
 local function wait_reply()
-  if redis.call('HGET', K_META, 'held') == '1' then return { false, -1 } end
+  if redis.call('HGET', K_META, 'held') == '1' then return { -1 } end
   local w = nil
-  for _, z in ipairs({ K_SCHED, K_DELAYED, K_LEXP }) do
+  for _, z in ipairs({ K_DELAYED, K_LEXP }) do
     local e = earliest(z)
     if e and (w == nil or e < w) then w = e end
   end
-  if w == nil then return { false, -1 } end
-  return { false, math.max(0, w - now) }
+  -- The earliest rate slot no other waiting caller has claimed.
+  local slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES')
+  local first_slot = nil
+  for i = 1, #slots, 2 do
+    local qid, at = slots[i], tonumber(slots[i + 1])
+    if first_slot == nil then first_slot = at end
+    if w ~= nil and w <= at then break end
+    local claimed = tonumber(qget(qid, 'cl') or '0')
+    if claimed < at then
+      qset(qid, 'cl', fmt(at + CLAIM_GRACE_US))
+      w = at
+      break
+    end
+  end
+  if w == nil then w = first_slot end
+  if w == nil then return { -1 } end
+  return { math.max(0, w - now) }
 end
 
 if redis.call('HGET', K_META, 'held') == '1' then return wait_reply() end
 
-for _ = 1, POP_TRIES do
+-- Serve. Per-queue state is read once per turn and written once; arena
+-- counters and the turn counter are summed here and written once at the end.
+local leases = { 0 }
+local served = 0
+local turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
+local any_retries = redis.call('HLEN', K_RETRIES) > 0
+local expires = now + lease_ms * 1000
+local expires_s = fmt(expires)
+local expires_ms = fmt(math.floor(expires / 1000))
+local now_s = fmt(now)
+local taken = 0
+for _ = 1, count + POP_TRIES do
+  if served >= count then break end
   local top = redis.call('ZPOPMIN', K_READY)
   local qid = top[1]
   if not qid then break end
-  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'q'), qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'nx'), qf(qid, 'p'), qf(qid, 'hold'), qf(qid, 'h'))
+  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'q'), qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'nx'), qf(qid, 'p'),
+    qf(qid, 'hold'), qf(qid, 'h'), qf(qid, 'iv'), qf(qid, 'c'), qf(qid, 'name'))
   local queued, leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0'), tonumber(f[3] or '0')
-  local at = math.max(tonumber(f[4] or '0'), tonumber(f[5] or '0'))
-  if queued > 0 and f[6] ~= '1' and (cap == 0 or leased < cap) and at <= now then
+  local nx, p = tonumber(f[4] or '0'), tonumber(f[5] or '0')
+  if queued > 0 and f[6] ~= '1' and (cap == 0 or leased < cap) and math.max(nx, p) <= now then
     local seq = tonumber(f[7] or '0')
     local field = qid .. ':' .. fmt(seq)
     local item = redis.call('HGET', K_ITEMS, field)
-    qset(qid, 'h', fmt(seq + 1))
-    qincr(qid, 'q', -1)
-    mincr('queued', -1)
+    queued = queued - 1
+    taken = taken + 1
     if item then
       redis.call('HDEL', K_ITEMS, field)
       local attempt = 1
-      local prev = redis.call('HGET', K_RETRIES, field)
-      if prev then
-        redis.call('HDEL', K_RETRIES, field)
-        attempt = tonumber(string.sub(prev, 1, string.find(prev, ':', 1, true) - 1)) + 1
+      if any_retries then
+        local prev = redis.call('HGET', K_RETRIES, field)
+        if prev then
+          redis.call('HDEL', K_RETRIES, field)
+          attempt = tonumber(string.sub(prev, 1, string.find(prev, ':', 1, true) - 1)) + 1
+        end
       end
-      local expires = now + lease_ms * 1000
+      served = served + 1
+      leased = leased + 1
+      local token = base .. '.' .. served
       redis.call('HSET', K_LEASES, token, qid .. ':' .. attempt .. ':' .. item)
-      redis.call('ZADD', K_LEXP, fmt(expires), token)
-      qincr(qid, 'l', 1)
-      mincr('leased', 1)
-      -- Politeness: the next serve of this queue is one interval after this one.
-      local iv = tonumber(qget(qid, 'iv') or '0')
+      redis.call('ZADD', K_LEXP, expires_s, token)
+      -- Politeness: the next serve of this queue is one interval after this
+      -- one; the interval's fraction of a µs is carried to the next.
+      local iv = tonumber(f[8] or '0')
+      local carry = tonumber(f[9] or '0')
       if iv > 0 then
         local whole = math.floor(iv)
-        local carry = qnum(qid, 'c') + (iv - whole)
+        carry = carry + (iv - whole)
         if carry >= 1 then
           whole = whole + 1
           carry = carry - 1
         end
-        qset(qid, 'nx', fmt(now + whole))
-        qset(qid, 'c', string.format('%.17g', carry))
+        nx = now + whole
       end
-      activate(qid, now)
-      if woken and redis.call('ZCARD', K_READY) > 0 then signal() end
-      return { token, qget(qid, 'name'), item, attempt, fmt(math.floor(expires / 1000)), fmt(now) }
+      redis.call('HSET', K_QUEUES, qf(qid, 'h'), fmt(seq + 1), qf(qid, 'q'), queued, qf(qid, 'l'), leased,
+        qf(qid, 'nx'), fmt(nx), qf(qid, 'c'), string.format('%.17g', carry))
+      leases[#leases + 1] = { token, f[10], item, attempt, expires_ms, now_s }
+    else
+      -- A missing item (only after outside tampering): skip it, keep the counts right.
+      redis.call('HSET', K_QUEUES, qf(qid, 'h'), fmt(seq + 1), qf(qid, 'q'), queued)
     end
-    -- A missing item (only after outside tampering): skip it, keep the queue right.
+    -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
+    if queued > 0 and (cap == 0 or leased < cap) then
+      local at = math.max(nx, p)
+      if at <= now then
+        turn = turn + 1
+        redis.call('ZADD', K_READY, turn, qid)
+      else
+        redis.call('ZADD', K_SCHED, fmt(at), qid)
+      end
+    end
+  else
+    -- activate() numbers turns itself: hand it the counter, then take it back.
+    redis.call('HSET', K_META, 'turn', turn)
+    activate(qid, now)
+    turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
   end
-  activate(qid, now)
 end
-return wait_reply()
+if taken > 0 then
+  redis.call('HSET', K_META, 'turn', turn)
+  redis.call('HINCRBY', K_META, 'queued', -taken)
+  redis.call('HINCRBY', K_META, 'leased', served)
+end
+if served == 0 then return wait_reply() end
+if woken and redis.call('ZCARD', K_READY) > 0 then signal() end
+return leases

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { Coalescer } from './coalesce.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaKey, arenaKeys, validateArenaName } from './keys.js';
 import { ScriptRunner } from './scripts.js';
@@ -194,6 +195,14 @@ export class FairQueue {
   private blocker: Redis | Cluster | undefined;
   private readonly ownsBlocker: boolean;
   private readonly listeners = new Map<string, WakeListener>();
+  private readonly dequeues = new Coalescer<null, DequeueResult>((key, reqs) => {
+    const [arena, leaseMs, woken] = key.split('\n');
+    return this.dequeueBatch(arena as string, Number(leaseMs), woken === '1', reqs.length);
+  }, LIMITS.maxItemsPerCall);
+  private readonly commits = new Coalescer<string, LeaseOutcome>(
+    async (arena, tokens) => ((await this.run('commit', arena, tokens)) as unknown[]).map(outcome),
+    LIMITS.maxItemsPerCall,
+  );
 
   constructor(
     private readonly client: Redis | Cluster,
@@ -278,30 +287,51 @@ export class FairQueue {
     return added;
   }
 
-  /** One scheduling step: a lease on the next item by the fair, rate-limited order, or how long to wait. */
+  /**
+   * One scheduling step: a lease on the next item by the fair, rate-limited
+   * order, or how long to wait. Concurrent calls for the same arena made in
+   * one turn of the event loop are served by one script call.
+   */
   async dequeue(arena: string, options: { leaseMs?: number; woken?: boolean } = {}): Promise<DequeueResult> {
+    validateArenaName(arena);
     const leaseMs = checkInt('leaseMs', options.leaseMs ?? this.leaseMs, 1, LIMITS.maxLeaseMs);
-    const token = randomBytes(12).toString('base64url');
-    const r = (await this.run('dequeue', arena, [token, leaseMs, options.woken ? '1' : '0'])) as unknown[];
+    return this.dequeues.add(`${arena}\n${leaseMs}\n${options.woken ? '1' : '0'}`, null);
+  }
+
+  /** Up to `count` leases in one script call, served turn by turn as single calls would be. */
+  async dequeueMany(arena: string, count: number, options: { leaseMs?: number; woken?: boolean } = {}): Promise<DequeueResult[]> {
+    checkInt('count', count, 1, LIMITS.maxItemsPerCall);
+    const leaseMs = checkInt('leaseMs', options.leaseMs ?? this.leaseMs, 1, LIMITS.maxLeaseMs);
+    return this.dequeueBatch(arena, leaseMs, options.woken === true, count);
+  }
+
+  private async dequeueBatch(arena: string, leaseMs: number, woken: boolean, count: number): Promise<DequeueResult[]> {
+    const base = randomBytes(12).toString('base64url');
+    const r = (await this.run('dequeue', arena, [base, leaseMs, woken ? '1' : '0', count])) as unknown[];
     this.counters.dequeues++;
-    if (r[0] === null || r[0] === undefined) {
-      this.counters.emptyDequeues++;
-      const waitUs = num(r[1]);
-      return { lease: null, waitMs: waitUs < 0 ? null : waitUs / 1000 };
+    const results: DequeueResult[] = [];
+    for (const raw of r.slice(1) as unknown[][]) {
+      results.push({
+        lease: {
+          arena,
+          token: raw[0] as string,
+          queue: raw[1] as string,
+          item: raw[2] as string,
+          attempt: num(raw[3]),
+          expiresAt: num(raw[4]),
+          servedAt: num(raw[5]) / 1000,
+        },
+        waitMs: 0,
+      });
     }
-    this.counters.leases++;
-    return {
-      lease: {
-        arena,
-        token: r[0] as string,
-        queue: r[1] as string,
-        item: r[2] as string,
-        attempt: num(r[3]),
-        expiresAt: num(r[4]),
-        servedAt: num(r[5]) / 1000,
-      },
-      waitMs: 0,
-    };
+    this.counters.leases += results.length;
+    if (results.length === 0) this.counters.emptyDequeues++;
+    if (results.length < count) {
+      const waitUs = num(r[0]);
+      const rest: DequeueResult = { lease: null, waitMs: waitUs < 0 ? null : waitUs / 1000 };
+      while (results.length < count) results.push(rest);
+    }
+    return results;
   }
 
   /**
@@ -336,8 +366,10 @@ export class FairQueue {
     return l;
   }
 
+  /** Ends a lease as done. Commits of one arena made in one turn of the event loop go in one script call. */
   async commit(lease: Lease): Promise<LeaseOutcome> {
-    return outcome(await this.run('commit', lease.arena, [lease.token]));
+    validateArenaName(lease.arena);
+    return this.commits.add(lease.arena, lease.token);
   }
 
   /** Extends a lease to `ms` from now (Redis time); updates `lease.expiresAt`. */

@@ -1,0 +1,214 @@
+/**
+ * npm run bench:queue — the queue's benchmark, side by side in one run on one
+ * private redis-server (started here, on loopback):
+ *   - the raw ceiling: the no-op script, called exactly like the real ones;
+ *   - enqueue in batches and one item per call with 64 calls in flight;
+ *   - dequeue+commit with 1, 100 and 10,000 queues, 64 in flight;
+ *   - Redis memory per queued ~60-byte item;
+ *   - BullMQ adding (addBulk) and processing (Worker, concurrency 64,
+ *     removeOnComplete) the same number of no-op jobs on the same server;
+ *   - the rate run: 100 queues at 50/s, 4 workers, 10 s, deep backlogs and
+ *     queues of about one item refilled after every commit.
+ * Options (env): BENCH_N (items per throughput run, default 50000),
+ * BENCH_RATE_SECONDS (default 10).
+ */
+import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { FairQueue, type Lease } from '../src/queue/index.js';
+import { startRedis } from '../test/helpers/redis.js';
+
+const N = Number(process.env.BENCH_N ?? 50_000);
+const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
+const CONCURRENCY = 64;
+const ITEM = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
+
+const server = await startRedis();
+const redis = new Redis({ port: server.port, host: '127.0.0.1' });
+const q = new FairQueue(redis);
+const rows: [string, string, string][] = [];
+const out = (name: string, value: string, note = ''): void => {
+  rows.push([name, value, note]);
+  console.log(`${name.padEnd(52)} ${value.padStart(14)}  ${note}`);
+};
+const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const t = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t) / 1e9;
+}
+
+async function inFlight(total: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const i = next++;
+        await op(i);
+      }
+    }),
+  );
+}
+
+async function usedMemory(): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+console.log(`weir queue benchmark — redis-server ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1]}, N=${N}, node ${process.version}`);
+
+// 1. Raw ceiling.
+const ceilArena = 'ceiling';
+let s = await timed(() => inFlight(N, CONCURRENCY, () => q.noop(ceilArena, ['token-token-token', 60000, '0'])));
+const ceiling = N / s;
+out('no-op script, 64 in flight (calls/s)', fmt(ceiling), 'the ceiling: same 14 keys, same client');
+s = await timed(() => inFlight(N / 5, 1, () => q.noop(ceilArena, ['token-token-token', 60000, '0'])));
+const ceiling1 = N / 5 / s;
+out('no-op script, 1 in flight (calls/s)', fmt(ceiling1), 'one round trip at a time');
+
+// 2. Enqueue.
+await q.setLimits('enq', { a: { rate: 'unlimited' } });
+s = await timed(async () => {
+  for (let i = 0; i < N; i += 1000) await q.enqueue('enq', 'a', Array.from({ length: 1000 }, (_, j) => ITEM(i + j)));
+});
+out('enqueue, batches of 1,000 (items/s)', fmt(N / s), `${(N / s / ceiling1).toFixed(1)}× the 1-in-flight ceiling in calls`);
+s = await timed(async () => {
+  for (let i = 0; i < N; i += 100) await q.enqueue('enq', 'a', Array.from({ length: 100 }, (_, j) => ITEM(i + j)));
+});
+out('enqueue, batches of 100 (items/s)', fmt(N / s), '');
+s = await timed(() => inFlight(N, CONCURRENCY, (i) => q.enqueue('enq', 'a', [ITEM(i)])));
+out('enqueue, 1 item per call, 64 in flight (items/s)', fmt(N / s), `${((N / s / ceiling) * 100).toFixed(0)}% of the ceiling`);
+await q.destroy('enq');
+
+// 3. Memory per queued item.
+{
+  await q.setLimits('mem', { a: { rate: 'unlimited' } });
+  await q.enqueue('mem', 'a', [ITEM(0)]);
+  const before = await usedMemory();
+  const M = 200_000;
+  for (let i = 0; i < M; i += 1000) await q.enqueue('mem', 'a', Array.from({ length: 1000 }, (_, j) => ITEM(i + j + 1)));
+  const per = ((await usedMemory()) - before) / M;
+  out('Redis memory per queued 60-byte item (bytes)', per.toFixed(1), `used_memory delta over ${M.toLocaleString('en-US')} items`);
+  await q.destroy('mem');
+}
+
+// 4. Dequeue+commit with 1, 100, 10,000 queues.
+const dqRates: Record<number, number> = {};
+for (const queues of [1, 100, 10_000]) {
+  const arena = `dq${queues}`;
+  const limits: Record<string, { rate: 'unlimited' }> = {};
+  for (let i = 0; i < queues; i++) limits[`q${i}`] = { rate: 'unlimited' };
+  await q.setLimits(arena, limits);
+  const per = Math.ceil(N / queues);
+  await inFlight(queues, 16, (i) => q.enqueue(arena, `q${i}`, Array.from({ length: per }, (_, j) => ITEM(j))));
+  const total = per * queues;
+  let done = 0;
+  s = await timed(() =>
+    inFlight(total, CONCURRENCY, async () => {
+      const r = await q.dequeue(arena);
+      if (r.lease) {
+        await q.commit(r.lease);
+        done++;
+      }
+    }),
+  );
+  dqRates[queues] = done / s;
+  out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s), 64 in flight (items/s)`, fmt(done / s), `${((done / s / (ceiling / 2)) * 100).toFixed(0)}% of the 2-call ceiling`);
+  await q.destroy(arena);
+}
+out('10,000 queues vs 1 queue', ((dqRates[10_000] ?? 0) / (dqRates[1] ?? 1)).toFixed(2), 'target ≥ 0.8');
+
+// 5. BullMQ on the same server.
+let bullAdd = 0;
+let bullProcess = 0;
+{
+  const connection = { host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null };
+  const bq = new BullQueue('bench', { connection });
+  s = await timed(async () => {
+    for (let i = 0; i < N; i += 1000) {
+      await bq.addBulk(Array.from({ length: 1000 }, (_, j) => ({ name: 'j', data: { u: ITEM(i + j) }, opts: { removeOnComplete: true } })));
+    }
+  });
+  bullAdd = N / s;
+  out('BullMQ addBulk, batches of 1,000 (jobs/s)', fmt(bullAdd), '');
+  let completed = 0;
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+  const t0 = process.hrtime.bigint();
+  const worker = new BullWorker('bench', async () => {}, { connection, concurrency: CONCURRENCY });
+  worker.on('completed', () => {
+    completed++;
+    if (completed === N) finish();
+  });
+  await finished;
+  bullProcess = N / (Number(process.hrtime.bigint() - t0) / 1e9);
+  out('BullMQ Worker, concurrency 64, no-op (jobs/s)', fmt(bullProcess), '');
+  await worker.close();
+  await bq.obliterate({ force: true });
+  await bq.close();
+}
+out('weir dequeue+commit (1 queue) / BullMQ processing', ((dqRates[1] ?? 0) / bullProcess).toFixed(2), 'target ≥ 2');
+out('weir enqueue batches / BullMQ addBulk', (N / (await timed(async () => {
+  await q.setLimits('enq2', { a: { rate: 'unlimited' } });
+  for (let i = 0; i < N; i += 1000) await q.enqueue('enq2', 'a', Array.from({ length: 1000 }, (_, j) => ITEM(i + j)));
+})) / bullAdd).toFixed(2), 'same batch size, measured again here');
+await q.destroy('enq2');
+
+// 6. The rate run.
+async function rateRun(mode: 'deep' | 'refill'): Promise<void> {
+  const arena = `rate-${mode}`;
+  const QUEUES = 100;
+  const RATE = 50;
+  const limits: Record<string, { rate: number }> = {};
+  for (let i = 0; i < QUEUES; i++) limits[`r${String(i).padStart(3, '0')}`] = { rate: RATE };
+  await q.setLimits(arena, limits);
+  const names = Object.keys(limits);
+  const initial = mode === 'deep' ? RATE * RATE_SECONDS * 2 : 1;
+  for (const n of names) await q.enqueue(arena, n, Array.from({ length: initial }, (_, j) => ITEM(j)));
+  const workers = Array.from({ length: 4 }, () => new FairQueue(new Redis({ port: server.port, host: '127.0.0.1' })));
+  const served = new Map<string, number[]>(names.map((n) => [n, []]));
+  const ac = new AbortController();
+  const stop = setTimeout(() => ac.abort(), RATE_SECONDS * 1000);
+  await Promise.all(
+    workers.map(async (w) => {
+      for (;;) {
+        const l: Lease | null = await w.take(arena, { signal: ac.signal });
+        if (!l) return;
+        served.get(l.queue)?.push(Math.round(l.servedAt * 1000));
+        await w.commit(l);
+        if (mode === 'refill') await w.enqueue(arena, l.queue, [l.item]);
+      }
+    }),
+  );
+  clearTimeout(stop);
+  const rates: number[] = [];
+  let minGap = Infinity;
+  for (const times of served.values()) {
+    times.sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) minGap = Math.min(minGap, (times[i] as number) - (times[i - 1] as number));
+    const span = ((times.at(-1) ?? 0) - (times[0] ?? 0)) / 1e6;
+    rates.push(span > 0 ? (times.length - 1) / span : 0);
+  }
+  rates.sort((a, b) => a - b);
+  const empty = workers.reduce((a, w) => a + w.counters.emptyDequeues, 0);
+  const leases = workers.reduce((a, w) => a + w.counters.leases, 0);
+  out(
+    `rate run (${mode}): per-queue rate min/median/max (/s)`,
+    `${(rates[0] ?? 0).toFixed(2)}/${(rates[50] ?? 0).toFixed(2)}/${(rates.at(-1) ?? 0).toFixed(2)}`,
+    `limit ${RATE}/s; ${leases.toLocaleString('en-US')} served in ${RATE_SECONDS} s`,
+  );
+  out(`rate run (${mode}): smallest gap in one queue (ms)`, (minGap / 1000).toFixed(3), `limit ${(1000 / RATE).toFixed(3)} ms`);
+  out(`rate run (${mode}): empty dequeues per delivered item`, (empty / Math.max(1, leases)).toFixed(3), 'target ≤ 0.1');
+  for (const w of workers) await w.close();
+  await q.destroy(arena);
+}
+await rateRun('deep');
+await rateRun('refill');
+
+console.log('\n| measure | value | note |\n| --- | ---: | --- |');
+for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
+
+await q.close();
+redis.disconnect();
+await server.destroy();
+process.exit(0);
