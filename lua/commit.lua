@@ -14,8 +14,9 @@ if #ARGV < 1 or #ARGV > 1000 then fail('WEIR_BAD_ARGS', 'expected 1..1000 lease 
 for i = 1, #ARGV do str_arg(i, 'token', 64, false) end
 local now = now_us()
 local out = {}
+local per_queue = {}
+local order = {}
 local done = 0
-local woke = false
 for i = 1, #ARGV do
   local token = ARGV[i]
   local rec = current_lease(token, now)
@@ -23,17 +24,27 @@ for i = 1, #ARGV do
     local qid = parse_lease(rec)
     redis.call('HDEL', K_LEASES, token)
     redis.call('ZREM', K_LEXP, token)
-    local f = redis.call('HMGET', K_QUEUES, qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'done'))
-    local leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0')
-    redis.call('HSET', K_QUEUES, qf(qid, 'l'), leased - 1, qf(qid, 'done'), tonumber(f[3] or '0') + 1)
-    -- Only the in-flight cap depends on leases: a queue below it is placed already.
-    if cap > 0 and leased >= cap then
-      if activate(qid, now) then woke = true end
+    if not per_queue[qid] then
+      per_queue[qid] = 0
+      order[#order + 1] = qid
     end
+    per_queue[qid] = per_queue[qid] + 1
     done = done + 1
     out[i] = 1
   else
     out[i] = 0
+  end
+end
+-- Per-queue counters once per queue in the batch, not once per lease.
+local woke = false
+for _, qid in ipairs(order) do
+  local n = per_queue[qid]
+  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'done'))
+  local leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0')
+  redis.call('HSET', K_QUEUES, qf(qid, 'l'), leased - n, qf(qid, 'done'), tonumber(f[3] or '0') + n)
+  -- Only the in-flight cap depends on leases: a queue below it is placed already.
+  if cap > 0 and leased >= cap then
+    if activate(qid, now) then woke = true end
   end
 end
 if done > 0 then

@@ -18,7 +18,8 @@
   allowed time, so a batch is as fair and as polite as single calls.
 
   Returns {waitUs, lease, lease, ...}, each lease {token, queue, item,
-  attempt, expiresAtMs, servedAtUs}. With no lease, waitUs is how long until
+  attempt, expiresAtMs, servedAtUs}. waitUs tells the caller when its next
+  call may find work: 0 when more is ready now, else how long until
   something may become ready (a rate slot, a retry, a lease expiry), or -1
   when nothing will without a new enqueue/commit/unhold (block on the wake
   list then). Empty callers are spread over the upcoming rate slots: each
@@ -84,27 +85,36 @@ local function wait_reply()
   end
   -- The earliest rate slot no other waiting caller has claimed.
   local slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES')
-  local first_slot = nil
+  local found = false
   for i = 1, #slots, 2 do
     local qid, at = slots[i], tonumber(slots[i + 1])
-    if first_slot == nil then first_slot = at end
-    if w ~= nil and w <= at then break end
+    if w ~= nil and w <= at then
+      found = true
+      break
+    end
     local claimed = tonumber(qget(qid, 'cl') or '0')
     if claimed < at then
       qset(qid, 'cl', fmt(at + CLAIM_GRACE_US))
       w = at
+      found = true
       break
     end
   end
-  if w == nil then w = first_slot end
+  if not found and slots[1] then
+    -- Every upcoming slot looked at is someone's: come back when the first
+    -- of them has been served and its queue has its next slot.
+    local again = tonumber(slots[2]) + math.max(tonumber(qget(slots[1], 'iv') or '0'), 1000)
+    if w == nil or again < w then w = again end
+  end
   if w == nil then return { -1 } end
   return { math.max(0, w - now) }
 end
 
 if redis.call('HGET', K_META, 'held') == '1' then return wait_reply() end
 
--- Serve. Per-queue state is read once per turn and written once; arena
--- counters and the turn counter are summed here and written once at the end.
+-- Serve. Per-queue state is read once per call and written once at the end
+-- (a batch may serve one queue many times); arena counters and the turn
+-- counter are summed here and written once too.
 local leases = { 0 }
 local served = 0
 local turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
@@ -114,20 +124,42 @@ local expires_s = fmt(expires)
 local expires_ms = fmt(math.floor(expires / 1000))
 local now_s = fmt(now)
 local taken = 0
+local cache = {}
+local dirty = {}
+
+local function state(qid)
+  local st = cache[qid]
+  if st then return st end
+  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'q'), qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'nx'), qf(qid, 'p'),
+    qf(qid, 'hold'), qf(qid, 'h'), qf(qid, 'iv'), qf(qid, 'c'), qf(qid, 'name'))
+  st = {
+    q = tonumber(f[1] or '0'), l = tonumber(f[2] or '0'), cap = tonumber(f[3] or '0'),
+    nx = tonumber(f[4] or '0'), p = tonumber(f[5] or '0'), hold = f[6] == '1', h = tonumber(f[7] or '0'),
+    iv = tonumber(f[8] or '0'), c = tonumber(f[9] or '0'), name = f[10],
+  }
+  cache[qid] = st
+  return st
+end
+
+local function flush(qid)
+  local st = cache[qid]
+  redis.call('HSET', K_QUEUES, qf(qid, 'h'), fmt(st.h), qf(qid, 'q'), st.q, qf(qid, 'l'), st.l,
+    qf(qid, 'nx'), fmt(st.nx), qf(qid, 'c'), string.format('%.17g', st.c), qf(qid, 'cl'), '0')
+  dirty[qid] = nil
+end
+
 for _ = 1, count + POP_TRIES do
   if served >= count then break end
   local top = redis.call('ZPOPMIN', K_READY)
   local qid = top[1]
   if not qid then break end
-  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'q'), qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'nx'), qf(qid, 'p'),
-    qf(qid, 'hold'), qf(qid, 'h'), qf(qid, 'iv'), qf(qid, 'c'), qf(qid, 'name'))
-  local queued, leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0'), tonumber(f[3] or '0')
-  local nx, p = tonumber(f[4] or '0'), tonumber(f[5] or '0')
-  if queued > 0 and f[6] ~= '1' and (cap == 0 or leased < cap) and math.max(nx, p) <= now then
-    local seq = tonumber(f[7] or '0')
-    local field = qid .. ':' .. fmt(seq)
+  local st = state(qid)
+  if st.q > 0 and not st.hold and (st.cap == 0 or st.l < st.cap) and math.max(st.nx, st.p) <= now then
+    local field = qid .. ':' .. fmt(st.h)
     local item = redis.call('HGET', K_ITEMS, field)
-    queued = queued - 1
+    st.h = st.h + 1
+    st.q = st.q - 1
+    dirty[qid] = true
     taken = taken + 1
     if item then
       redis.call('HDEL', K_ITEMS, field)
@@ -140,33 +172,27 @@ for _ = 1, count + POP_TRIES do
         end
       end
       served = served + 1
-      leased = leased + 1
+      st.l = st.l + 1
       local token = base .. '.' .. served
-      redis.call('HSET', K_LEASES, token, qid .. ':' .. attempt .. ':' .. item)
+      redis.call('HSET', K_LEASES, token, lease_record(qid, attempt, expires_s, item))
       redis.call('ZADD', K_LEXP, expires_s, token)
       -- Politeness: the next serve of this queue is one interval after this
       -- one; the interval's fraction of a µs is carried to the next.
-      local iv = tonumber(f[8] or '0')
-      local carry = tonumber(f[9] or '0')
-      if iv > 0 then
-        local whole = math.floor(iv)
-        carry = carry + (iv - whole)
-        if carry >= 1 then
+      if st.iv > 0 then
+        local whole = math.floor(st.iv)
+        st.c = st.c + (st.iv - whole)
+        if st.c >= 1 then
           whole = whole + 1
-          carry = carry - 1
+          st.c = st.c - 1
         end
-        nx = now + whole
+        st.nx = now + whole
       end
-      redis.call('HSET', K_QUEUES, qf(qid, 'h'), fmt(seq + 1), qf(qid, 'q'), queued, qf(qid, 'l'), leased,
-        qf(qid, 'nx'), fmt(nx), qf(qid, 'c'), string.format('%.17g', carry))
-      leases[#leases + 1] = { token, f[10], item, attempt, expires_ms, now_s }
-    else
-      -- A missing item (only after outside tampering): skip it, keep the counts right.
-      redis.call('HSET', K_QUEUES, qf(qid, 'h'), fmt(seq + 1), qf(qid, 'q'), queued)
+      leases[#leases + 1] = { token, st.name, item, attempt, expires_ms, now_s }
     end
+    -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
     -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
-    if queued > 0 and (cap == 0 or leased < cap) then
-      local at = math.max(nx, p)
+    if st.q > 0 and (st.cap == 0 or st.l < st.cap) then
+      local at = math.max(st.nx, st.p)
       if at <= now then
         turn = turn + 1
         redis.call('ZADD', K_READY, turn, qid)
@@ -175,17 +201,36 @@ for _ = 1, count + POP_TRIES do
       end
     end
   else
-    -- activate() numbers turns itself: hand it the counter, then take it back.
+    -- Not servable after all: let activate() place it, from stored state, and
+    -- hand it the turn counter it numbers with.
+    if dirty[qid] then flush(qid) end
+    cache[qid] = nil
     redis.call('HSET', K_META, 'turn', turn)
     activate(qid, now)
     turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
   end
 end
+for qid in pairs(dirty) do flush(qid) end
 if taken > 0 then
   redis.call('HSET', K_META, 'turn', turn)
   redis.call('HINCRBY', K_META, 'queued', -taken)
   redis.call('HINCRBY', K_META, 'leased', served)
 end
 if served == 0 then return wait_reply() end
-if woken and redis.call('ZCARD', K_READY) > 0 then signal() end
+-- Tell the caller when to come back for more: now if a ready queue is not
+-- already promised to a waiting caller, else its own upcoming slot, so a
+-- worker need not spend an empty call to learn it.
+local ready = redis.call('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
+local unclaimed = #ready >= CLAIM_SCAN
+for _, qid in ipairs(ready) do
+  if tonumber(qget(qid, 'cl') or '0') <= now then
+    unclaimed = true
+    break
+  end
+end
+if unclaimed then
+  if woken then signal() end
+else
+  leases[1] = wait_reply()[1]
+end
 return leases

@@ -14,7 +14,10 @@ argc(2, 'token ms')
 local token = str_arg(1, 'token', 64, false)
 local ms = int_arg(2, 'ms', 1, 86400000)
 local now = now_us()
-if not current_lease(token, now) then return 0 end
+local rec = current_lease(token, now)
+if not rec then return 0 end
+local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
 redis.call('ZADD', K_LEXP, fmt(expires), token)
+redis.call('HSET', K_LEASES, token, lease_record(qid, attempt, fmt(expires), item))
 return fmt(math.floor(expires / 1000))

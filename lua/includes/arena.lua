@@ -12,7 +12,7 @@
     KEYS[4]  items     hash    "<qid>:<seq>" -> item (a queue is seq head..tail-1)
     KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin order
     KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
-    KEYS[7]  leases    hash    token -> "<qid>:<attempt>:<item>"
+    KEYS[7]  leases    hash    token -> "<qid>:<attempt>:<expiry µs>:<item>"
     KEYS[8]  lexp      zset    token -> µs when the lease expires
     KEYS[9]  delayed   zset    token -> µs when a retried item is due
     KEYS[10] delaydata hash    token -> "<qid>:<attempts>:<reasonlen>:<reason><item>"
@@ -187,10 +187,18 @@ local function requeue(token, qid, item, attempts, reason, delay_us, now)
   end
 end
 
+-- A lease record is "<qid>:<attempt>:<expiry µs>:<item>": the expiry is kept
+-- in the record too (besides `lexp`, which orders expiries), so ending a
+-- lease reads one field.
+local function lease_record(qid, attempt, expires_s, item)
+  return qid .. ':' .. attempt .. ':' .. expires_s .. ':' .. item
+end
+
 local function parse_lease(rec)
   local a = string.find(rec, ':', 1, true)
   local b = string.find(rec, ':', a + 1, true)
-  return string.sub(rec, 1, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), string.sub(rec, b + 1)
+  local c = string.find(rec, ':', b + 1, true)
+  return string.sub(rec, 1, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), string.sub(rec, c + 1), tonumber(string.sub(rec, b + 1, c - 1))
 end
 
 -- Ends a lease record (the caller decides where the item goes).
@@ -230,7 +238,7 @@ end
 local function current_lease(token, now)
   local rec = redis.call('HGET', K_LEASES, token)
   if not rec then return nil end
-  local exp = tonumber(redis.call('ZSCORE', K_LEXP, token) or '0')
+  local _, _, _, exp = parse_lease(rec)
   if exp <= now then
     if expire_lease(token, rec, now) then signal() end
     return nil

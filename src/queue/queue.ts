@@ -195,6 +195,8 @@ export class FairQueue {
   private blocker: Redis | Cluster | undefined;
   private readonly ownsBlocker: boolean;
   private readonly listeners = new Map<string, WakeListener>();
+  /** Per arena, from the last dequeue reply: when work may be ready (local ms), null = only after a wake-up. */
+  private readonly nextWork = new Map<string, { at: number | null }>();
   private readonly dequeues = new Coalescer<null, DequeueResult>((key, reqs) => {
     const [arena, leaseMs, woken] = key.split('\n');
     return this.dequeueBatch(arena as string, Number(leaseMs), woken === '1', reqs.length);
@@ -307,7 +309,10 @@ export class FairQueue {
 
   private async dequeueBatch(arena: string, leaseMs: number, woken: boolean, count: number): Promise<DequeueResult[]> {
     const base = randomBytes(12).toString('base64url');
+    const sentAt = performance.now();
     const r = (await this.run('dequeue', arena, [base, leaseMs, woken ? '1' : '0', count])) as unknown[];
+    // Redis read its clock somewhere between send and reply: take the middle.
+    const redisNowLocal = (sentAt + performance.now()) / 2;
     this.counters.dequeues++;
     const results: DequeueResult[] = [];
     for (const raw of r.slice(1) as unknown[][]) {
@@ -326,9 +331,12 @@ export class FairQueue {
     }
     this.counters.leases += results.length;
     if (results.length === 0) this.counters.emptyDequeues++;
+    const waitUs = num(r[0]);
+    const waitMs = waitUs < 0 ? null : waitUs / 1000;
+    // The script's word on when the next call may find work (see take()).
+    this.nextWork.set(arena, { at: waitMs === null ? null : redisNowLocal + waitMs });
     if (results.length < count) {
-      const waitUs = num(r[0]);
-      const rest: DequeueResult = { lease: null, waitMs: waitUs < 0 ? null : waitUs / 1000 };
+      const rest: DequeueResult = { lease: null, waitMs };
       while (results.length < count) results.push(rest);
     }
     return results;
@@ -343,17 +351,33 @@ export class FairQueue {
     const { signal } = options;
     let woken = false;
     while (!signal?.aborted) {
-      const r = await this.dequeue(arena, { leaseMs: options.leaseMs ?? this.leaseMs, woken });
-      if (r.lease) return r.lease;
-      woken = false;
-      if (r.waitMs !== null && r.waitMs <= DEFAULTS.timerWaitMaxMs) {
-        await sleep(r.waitMs, signal);
-        continue;
+      // Wait first if the last reply said nothing is ready yet: no empty call
+      // is spent to learn what the script already told us.
+      const hint = woken ? undefined : this.nextWork.get(arena);
+      if (hint) {
+        const waitMs = hint.at === null ? null : hint.at - performance.now();
+        if (waitMs === null || waitMs > 0) {
+          woken = await this.waitFor(arena, waitMs, signal);
+          if (signal?.aborted) break;
+          if (!woken && this.nextWork.get(arena) === hint) this.nextWork.delete(arena);
+        }
       }
-      woken = await this.listener(arena).wait(r.waitMs ?? DEFAULTS.idleCheckMs, signal);
-      if (woken) this.counters.wakeups++;
+      const r = await this.dequeue(arena, { leaseMs: options.leaseMs ?? this.leaseMs, woken });
+      woken = false;
+      if (r.lease) return r.lease;
     }
     return null;
+  }
+
+  /** Sleeps on a local timer for short waits; blocks on the wake list for long or open-ended ones. */
+  private async waitFor(arena: string, waitMs: number | null, signal?: AbortSignal): Promise<boolean> {
+    if (waitMs !== null && waitMs <= DEFAULTS.timerWaitMaxMs) {
+      await sleep(waitMs, signal);
+      return false;
+    }
+    const woken = await this.listener(arena).wait(waitMs ?? DEFAULTS.idleCheckMs, signal);
+    if (woken) this.counters.wakeups++;
+    return woken;
   }
 
   private listener(arena: string): WakeListener {
@@ -521,15 +545,25 @@ function outcome(r: unknown): LeaseOutcome {
   return num(r) === 1 ? 'ok' : 'stale';
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/**
+ * Sleeps at least `ms`. Node's timers are millisecond-grained and measured
+ * from a cached loop time, so they often fire early (by up to ~1 ms, seen in
+ * most short sleeps here): a worker that wakes before its slot spends an
+ * empty dequeue. This re-arms until the deadline has really passed.
+ */
+async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const left = deadline - performance.now();
+    if (left <= 0 || signal?.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(t);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, left);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
 }
