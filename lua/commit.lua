@@ -39,14 +39,17 @@ end
 local woke = false
 for _, qid in ipairs(order) do
   local n = per_queue[qid]
-  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'done'))
-  local leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0')
-  redis.call('HSET', K_QUEUES, qf(qid, 'l'), leased - n, qf(qid, 'done'), tonumber(f[3] or '0') + n)
+  local st = qstate(qid)
+  local was_capped = st.cap > 0 and st.l >= st.cap
+  st.l = st.l - n
+  st.done = st.done + n
+  qdirty(qid, st)
   -- Only the in-flight cap depends on leases: a queue below it is placed already.
-  if cap > 0 and leased >= cap then
+  if was_capped then
     if activate(qid, now) then woke = true end
   end
 end
+qflush()
 if done > 0 then
   redis.call('HINCRBY', K_META, 'leased', -done)
   redis.call('HINCRBY', K_META, 'done', done)

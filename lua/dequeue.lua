@@ -62,9 +62,11 @@ for _, t in ipairs(due) do
     local rlen = tonumber(string.sub(rec, b + 1, c - 1))
     local reason = string.sub(rec, c + 1, c + rlen)
     local item = string.sub(rec, c + rlen + 1)
-    qincr(qid, 'd', -1)
+    local st = qstate(qid)
+    st.d = st.d - 1
+    qdirty(qid, st)
     mincr('delayed', -1)
-    push_item(qid, item, attempts, reason, true)
+    push_front(qid, qstate(qid), item, attempts, reason)
     activate(qid, now)
   end
 end
@@ -92,9 +94,10 @@ local function wait_reply()
       found = true
       break
     end
-    local claimed = tonumber(qget(qid, 'cl') or '0')
-    if claimed < at then
-      qset(qid, 'cl', fmt(at + CLAIM_GRACE_US))
+    local st = qstate(qid)
+    if st.cl < at then
+      st.cl = at + CLAIM_GRACE_US
+      qdirty(qid, st)
       w = at
       found = true
       break
@@ -103,74 +106,42 @@ local function wait_reply()
   if not found and slots[1] then
     -- Every upcoming slot looked at is someone's: come back when the first
     -- of them has been served and its queue has its next slot.
-    local again = tonumber(slots[2]) + math.max(tonumber(qget(slots[1], 'iv') or '0'), 1000)
+    local again = tonumber(slots[2]) + math.max(qstate(slots[1]).iv, 1000)
     if w == nil or again < w then w = again end
   end
   if w == nil then return { -1 } end
   return { math.max(0, w - now) }
 end
 
-if redis.call('HGET', K_META, 'held') == '1' then return wait_reply() end
+if redis.call('HGET', K_META, 'held') == '1' then
+  local r = wait_reply()
+  qflush()
+  return r
+end
 
--- Serve. Per-queue state is read once per call and written once at the end
--- (a batch may serve one queue many times); arena counters and the turn
--- counter are summed here and written once too.
+-- Serve. Queue records are cached for the call (a batch may serve one
+-- queue many times) and written once by qflush(); arena counters and the
+-- turn counter are summed here and written once too.
 local leases = { 0 }
 local served = 0
 local turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
-local any_retries = redis.call('HLEN', K_RETRIES) > 0
 local expires = now + lease_ms * 1000
 local expires_s = fmt(expires)
 local expires_ms = fmt(math.floor(expires / 1000))
 local now_s = fmt(now)
 local taken = 0
-local cache = {}
-local dirty = {}
-
-local function state(qid)
-  local st = cache[qid]
-  if st then return st end
-  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'q'), qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'nx'), qf(qid, 'p'),
-    qf(qid, 'hold'), qf(qid, 'h'), qf(qid, 'iv'), qf(qid, 'c'), qf(qid, 'name'))
-  st = {
-    q = tonumber(f[1] or '0'), l = tonumber(f[2] or '0'), cap = tonumber(f[3] or '0'),
-    nx = tonumber(f[4] or '0'), p = tonumber(f[5] or '0'), hold = f[6] == '1', h = tonumber(f[7] or '0'),
-    iv = tonumber(f[8] or '0'), c = tonumber(f[9] or '0'), name = f[10],
-  }
-  cache[qid] = st
-  return st
-end
-
-local function flush(qid)
-  local st = cache[qid]
-  redis.call('HSET', K_QUEUES, qf(qid, 'h'), fmt(st.h), qf(qid, 'q'), st.q, qf(qid, 'l'), st.l,
-    qf(qid, 'nx'), fmt(st.nx), qf(qid, 'c'), string.format('%.17g', st.c), qf(qid, 'cl'), '0')
-  dirty[qid] = nil
-end
-
 for _ = 1, count + POP_TRIES do
   if served >= count then break end
   local top = redis.call('ZPOPMIN', K_READY)
   local qid = top[1]
   if not qid then break end
-  local st = state(qid)
-  if st.q > 0 and not st.hold and (st.cap == 0 or st.l < st.cap) and math.max(st.nx, st.p) <= now then
-    local field = qid .. ':' .. fmt(st.h)
-    local item = redis.call('HGET', K_ITEMS, field)
-    st.h = st.h + 1
-    st.q = st.q - 1
-    dirty[qid] = true
+  local st = qstate(qid)
+  if st.q > 0 and st.hold ~= 1 and (st.cap == 0 or st.l < st.cap) and math.max(st.nx, st.p) <= now then
+    local item, attempts = take_head(qid, st)
+    st.cl = 0
     taken = taken + 1
     if item then
-      redis.call('HDEL', K_ITEMS, field)
-      local attempt = 1
-      if any_retries then
-        local prev = redis.call('HGET', K_RETRIES, field)
-        if prev then
-          redis.call('HDEL', K_RETRIES, field)
-          attempt = tonumber(string.sub(prev, 1, string.find(prev, ':', 1, true) - 1)) + 1
-        end
-      end
+      local attempt = attempts + 1
       served = served + 1
       st.l = st.l + 1
       local token = base .. '.' .. served
@@ -201,29 +172,30 @@ for _ = 1, count + POP_TRIES do
       end
     end
   else
-    -- Not servable after all: let activate() place it, from stored state, and
-    -- hand it the turn counter it numbers with.
-    if dirty[qid] then flush(qid) end
-    cache[qid] = nil
+    -- Not servable after all: let activate() place it, handing it the turn
+    -- counter it numbers with.
     redis.call('HSET', K_META, 'turn', turn)
     activate(qid, now)
     turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
   end
 end
-for qid in pairs(dirty) do flush(qid) end
 if taken > 0 then
   redis.call('HSET', K_META, 'turn', turn)
   redis.call('HINCRBY', K_META, 'queued', -taken)
   redis.call('HINCRBY', K_META, 'leased', served)
 end
-if served == 0 then return wait_reply() end
+if served == 0 then
+  local r = wait_reply()
+  qflush()
+  return r
+end
 -- Tell the caller when to come back for more: now if a ready queue is not
 -- already promised to a waiting caller, else its own upcoming slot, so a
 -- worker need not spend an empty call to learn it.
 local ready = redis.call('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
 local unclaimed = #ready >= CLAIM_SCAN
 for _, qid in ipairs(ready) do
-  if tonumber(qget(qid, 'cl') or '0') <= now then
+  if qstate(qid).cl <= now then
     unclaimed = true
     break
   end
@@ -233,4 +205,5 @@ if unclaimed then
 else
   leases[1] = wait_reply()[1]
 end
+qflush()
 return leases

@@ -12,7 +12,8 @@
   An item with dedupe is enqueued only if not all of its bits were already
   set; its bits are set in the same step (BITFIELD SET returns the old bits),
   so two producers racing on one item cannot both enqueue it.
-  Returns the number of items enqueued.
+  Returns a string of n characters, '1' for each item enqueued and '0' for
+  each dropped by dedupe, in order.
   Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA.
 ]]
 --@include "arena"
@@ -43,6 +44,8 @@ end
 
 local added = 0
 local base = 3 + n
+local st = qstate(qid)
+local flags = {}
 for i = 1, n do
   local new = true
   if k > 0 then
@@ -60,12 +63,18 @@ for i = 1, n do
     end
   end
   if new then
-    push_item(qid, ARGV[3 + i], 0, '', false)
+    push_tail(qid, st, ARGV[3 + i])
     added = added + 1
+    flags[i] = '1'
+  else
+    flags[i] = '0'
   end
 end
 if added > 0 then
+  redis.call('HINCRBY', K_META, 'queued', added)
   mincr('enqueued', added)
-  if activate(qid, now_us()) then signal() end
+  local woke = activate(qid, now_us())
+  qflush()
+  if woke then signal() end
 end
-return added
+return table.concat(flags)

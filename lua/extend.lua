@@ -15,9 +15,13 @@ local token = str_arg(1, 'token', 64, false)
 local ms = int_arg(2, 'ms', 1, 86400000)
 local now = now_us()
 local rec = current_lease(token, now)
-if not rec then return 0 end
+if not rec then
+  qflush()
+  return 0
+end
 local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
 redis.call('ZADD', K_LEXP, fmt(expires), token)
 redis.call('HSET', K_LEASES, token, lease_record(qid, attempt, fmt(expires), item))
+qflush()
 return fmt(math.floor(expires / 1000))

@@ -14,9 +14,14 @@ local token = str_arg(1, 'token', 64, false)
 local reason = str_arg(2, 'reason', MAX_REASON_BYTES, true)
 local now = now_us()
 local rec = current_lease(token, now)
-if not rec then return 0 end
+if not rec then
+  qflush()
+  return 0
+end
 local qid, attempt, item = parse_lease(rec)
 drop_lease(token, qid)
 to_dead(qid, item, attempt, reason, now)
-if activate(qid, now) then signal() end
+local woke = activate(qid, now)
+qflush()
+if woke then signal() end
 return 1

@@ -29,10 +29,10 @@ if name == '' then
 end
 local qid = qid_of(name)
 if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
-if hold then
-  qset(qid, 'hold', '1')
-else
-  redis.call('HDEL', K_QUEUES, qf(qid, 'hold'))
-end
-if activate(qid, now) then signal() end
+local st = qstate(qid)
+st.hold = hold and 1 or 0
+qdirty(qid, st)
+local woke = activate(qid, now)
+qflush()
+if woke then signal() end
 return 1

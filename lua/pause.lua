@@ -17,7 +17,11 @@ local ms = int_arg(2, 'ms', 0, 31536000000)
 local qid = qid_of(name)
 if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
 local now = now_us()
-local untilus = math.max(qnum(qid, 'p'), now + ms * 1000)
-qset(qid, 'p', fmt(untilus))
-if activate(qid, now) then signal() end
+local st = qstate(qid)
+local untilus = math.max(st.p, now + ms * 1000)
+st.p = untilus
+qdirty(qid, st)
+local woke = activate(qid, now)
+qflush()
+if woke then signal() end
 return fmt(math.floor(untilus / 1000))

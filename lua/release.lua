@@ -13,9 +13,14 @@ argc(1, 'token')
 local token = str_arg(1, 'token', 64, false)
 local now = now_us()
 local rec = current_lease(token, now)
-if not rec then return 0 end
+if not rec then
+  qflush()
+  return 0
+end
 local qid, attempt, item = parse_lease(rec)
 drop_lease(token, qid)
-push_item(qid, item, attempt - 1, '', true)
-if activate(qid, now) then signal() end
+push_front(qid, qstate(qid), item, attempt - 1, '')
+local woke = activate(qid, now)
+qflush()
+if woke then signal() end
 return 1

@@ -22,11 +22,14 @@ for _ = 1, count do
   mincr('dead', -1)
   local qid = qid_of(d.queue)
   if qid then
-    qincr(qid, 'dead', -1)
-    push_item(qid, d.item, 0, '', false)
+    local st = qstate(qid)
+    st.dead = st.dead - 1
+    push_tail(qid, st, d.item)
+    mincr('queued', 1)
     if activate(qid, now) then woke = true end
     moved = moved + 1
   end
 end
+qflush()
 if woke then signal() end
 return moved

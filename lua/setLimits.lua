@@ -47,17 +47,22 @@ local created = 0
 local woke = false
 for _, s in ipairs(specs) do
   local qid = qid_of(s[1])
+  local st
   if not qid then
     qid = tostring(mincr('qseq', 1))
     redis.call('HSET', K_QIDS, s[1], qid)
-    qset(qid, 'name', s[1])
+    st = qnew(s[1])
     created = created + 1
+  else
+    st = qstate(qid)
   end
-  -- %.17g keeps the interval's fraction exactly; it is carried, not rounded.
-  qset(qid, 'iv', string.format('%.17g', s[3]))
-  qset(qid, 'rate', s[2])
-  qset(qid, 'cap', s[4])
+  -- The interval keeps its fraction of a µs (a double): it is carried, not rounded.
+  st.iv = s[3]
+  st.cap = s[4]
+  qdirty(qid, st)
+  redis.call('HSET', K_QUEUES, qid .. ':rate', s[2])
   if activate(qid, now) then woke = true end
 end
+qflush()
 if woke then signal() end
 return created

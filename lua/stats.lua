@@ -28,12 +28,10 @@ local rows = {}
 local qid = cursor
 while qid <= last and #rows < count do
   local s = tostring(qid)
-  local f = redis.call('HMGET', K_QUEUES, qf(s, 'name'), qf(s, 'rate'), qf(s, 'cap'), qf(s, 'q'), qf(s, 'l'), qf(s, 'd'), qf(s, 'done'), qf(s, 'dead'), qf(s, 'nx'), qf(s, 'p'), qf(s, 'hold'))
-  local nx = tonumber(f[9] or '0')
-  local p = tonumber(f[10] or '0')
+  local st = qstate(s)
   rows[#rows + 1] = {
-    f[1] or '', f[2] or '', f[3] or '0', f[4] or '0', f[5] or '0', f[6] or '0', f[7] or '0', f[8] or '0',
-    fmt(math.floor(math.max(nx, p) / 1000)), fmt(math.floor(p / 1000)), f[11] or '0',
+    st.name, redis.call('HGET', K_QUEUES, s .. ':rate') or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
+    fmt(st.done), fmt(st.dead), fmt(math.floor(math.max(st.nx, st.p) / 1000)), fmt(math.floor(st.p / 1000)), fmt(st.hold),
   }
   qid = qid + 1
 end

@@ -2,37 +2,54 @@
   Shared by every queue script (inlined by src/queue/scripts.ts where a script
   says `--@include "arena"`).
 
-  The arena key block. Every script receives the same 14 keys, in this order,
+  The arena key block. Every script receives the same 13 keys, in this order,
   all built by the client (src/queue/keys.ts) and all sharing the hash tag
   `{arena}`, so every script runs unchanged on Redis Cluster:
 
     KEYS[1]  meta      hash    arena counters and settings (see below)
     KEYS[2]  queues    hash    per-queue state, field "<qid>:<attr>"
     KEYS[3]  qids      hash    queue name -> qid
-    KEYS[4]  items     hash    "<qid>:<seq>" -> item (a queue is seq head..tail-1)
+    KEYS[4]  items     hash    a queue's items: chunks "<qid>:<n>" and front entries "<qid>:f<k>" (see below)
     KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin order
     KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
     KEYS[7]  leases    hash    token -> "<qid>:<attempt>:<expiry µs>:<item>"
     KEYS[8]  lexp      zset    token -> µs when the lease expires
     KEYS[9]  delayed   zset    token -> µs when a retried item is due
     KEYS[10] delaydata hash    token -> "<qid>:<attempts>:<reasonlen>:<reason><item>"
-    KEYS[11] retries   hash    "<qid>:<seq>" -> "<attempts>:<last reason>" (only items that came back)
-    KEYS[12] dead      list    JSON records {queue, item, reason, attempts, at}
-    KEYS[13] wake      list    at most one token: "there may be work now"
-    KEYS[14] dedupe    string  the dedupe bitmap
+    KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}
+    KEYS[12] wake      list    at most one token: "there may be work now"
+    KEYS[13] dedupe    string  the dedupe bitmap
+
+  Items. A queue is its front stack, then its chunks, oldest first:
+  - chunks "<qid>:<n>", n = hc..tc: items appended at the tail, each as a
+    4-byte big-endian length and the bytes, packed up to CHUNK_BYTES per
+    chunk. A dequeue reads at the head chunk's offset `ho` without rewriting
+    it; a chunk is deleted once read through. Packing keeps Redis's
+    per-entry overhead (~60 bytes for a hash field of its own) off each item.
+  - front entries "<qid>:f<k>", k = 1..fn: items put back at the head
+    (lease expired, released, retried), a stack, so the last one put back is
+    served next; each is struct '>I4I4' (attempts, reason length), the
+    reason, then the item. Items in chunks have no attempts yet.
 
   meta fields: v (key-schema version), qseq (last qid), turn (round-robin
   counter), queued, leased, delayed, done, dead, maxAttempts, held,
   dedupeBits, dedupeHashes.
 
-  Per-queue attributes (field "<qid>:<attr>" of `queues`):
-    name  queue name              iv    interval between serves, µs (0 = unlimited)
-    rate  rate as configured      cap   max in flight (0 = no cap)
-    h     head seq                t     tail seq (next free)
+  Per-queue record: field "<qid>" of `queues` is struct.pack('<d' x 14) of
+  the numbers below, followed by the queue's name (one read and one write
+  per queue per call, however many attributes change); field "<qid>:rate"
+  keeps the rate as configured, for stats.
     q     queued                  l     leased
-    d     delayed (retry timers)  nx    µs before which it may not be served
-    c     carried fraction of µs  p     paused until µs
-    hold  "1" when held           done  committed   dead  dead-lettered
+    hc    head chunk number       ho    byte offset of the next item in it
+    tc    tail chunk number       tn    items in the tail chunk
+    tb    bytes in the tail chunk fn    items in the front stack
+    nx    µs before which it may not be served (rate)
+    c     carried fraction of a µs of the interval
+    cap   max in flight (0 = no cap)
+    p     paused until µs         iv    interval between serves, µs (0 = unlimited)
+    hold  1 when held             d     delayed (retry timers)
+    done  committed               dead  dead-lettered (now in the dead letter)
+    cl    µs until which its next slot is promised to a waiting caller
 
   Time is Redis TIME in integer microseconds (exact in a Lua double until
   2255). Numbers are written with string.format('%.0f'), never tostring,
@@ -41,8 +58,8 @@
 
 local K_META, K_QUEUES, K_QIDS, K_ITEMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_READY, K_SCHED, K_LEASES, K_LEXP = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_DELAYED, K_DELAYDATA, K_RETRIES, K_DEAD = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local K_WAKE, K_DEDUPE = KEYS[13], KEYS[14]
+local K_DELAYED, K_DELAYDATA, K_DEAD = KEYS[9], KEYS[10], KEYS[11]
+local K_WAKE, K_DEDUPE = KEYS[12], KEYS[13]
 
 local SCHEMA_VERSION = '1'
 local DEFAULT_MAX_ATTEMPTS = 5
@@ -53,9 +70,14 @@ local MAX_REASON_BYTES = 1024
 local REAP_BATCH = 100
 local PROMOTE_BATCH = 100
 local POP_TRIES = 16
+-- A chunk is closed before it would pass this many bytes (so it stays within
+-- jemalloc's 2 KiB size class) or hold this many items. Smaller chunks cost
+-- an enqueue less to rewrite; larger ones save a little memory.
+local CHUNK_BYTES = 2040
+local CHUNK_ITEMS = 128
 
-if #KEYS ~= 14 then
-  return redis.error_reply('WEIR_BAD_ARGS expected the 14-key arena block, got ' .. #KEYS)
+if #KEYS ~= 13 then
+  return redis.error_reply('WEIR_BAD_ARGS expected the 13-key arena block, got ' .. #KEYS)
 end
 
 local function fail(code, msg)
@@ -93,12 +115,60 @@ local function argc(n, usage)
   if #ARGV ~= n then fail('WEIR_BAD_ARGS', 'expected ' .. n .. ' arguments (' .. usage .. '), got ' .. #ARGV) end
 end
 
-local function qf(qid, attr) return qid .. ':' .. attr end
-local function qget(qid, attr) return redis.call('HGET', K_QUEUES, qf(qid, attr)) end
-local function qnum(qid, attr) return tonumber(redis.call('HGET', K_QUEUES, qf(qid, attr)) or '0') end
-local function qset(qid, attr, v) redis.call('HSET', K_QUEUES, qf(qid, attr), v) end
-local function qincr(qid, attr, by) return redis.call('HINCRBY', K_QUEUES, qf(qid, attr), by) end
 local function mincr(field, by) return redis.call('HINCRBY', K_META, field, by) end
+
+local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
+local QFMT = '<dddddddddddddddddd'
+local QFIXED = 18 * 8
+
+-- Queue records are read once per call into this cache, changed in place,
+-- and written back by qflush(), which every script calls before it returns.
+local QCACHE = {}
+local QDIRTY = {}
+-- Chunks read or being written in this call: the head chunk per queue
+-- ({n, data}) and the open tail chunk per queue ({n, parts}).
+local HEADC = {}
+local TAILC = {}
+
+local function qnew(name)
+  local st = { name = name }
+  for _, k in ipairs(QFIELDS) do st[k] = 0 end
+  return st
+end
+
+local function qstate(qid)
+  local st = QCACHE[qid]
+  if st then return st end
+  local rec = redis.call('HGET', K_QUEUES, qid)
+  if not rec then
+    fail('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
+  end
+  local v = { struct.unpack(QFMT, rec) }
+  st = { name = string.sub(rec, QFIXED + 1) }
+  for i, k in ipairs(QFIELDS) do st[k] = v[i] end
+  QCACHE[qid] = st
+  return st
+end
+
+local function qdirty(qid, st)
+  QCACHE[qid] = st
+  QDIRTY[qid] = true
+end
+
+local function qflush()
+  for qid, tail in pairs(TAILC) do
+    if tail.dirty then
+      redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(tail.n), table.concat(tail.parts))
+      tail.dirty = false
+    end
+  end
+  for qid in pairs(QDIRTY) do
+    local st = QCACHE[qid]
+    redis.call('HSET', K_QUEUES, qid, struct.pack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx,
+      st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name)
+  end
+  QDIRTY = {}
+end
 
 local function qid_of(name)
   return redis.call('HGET', K_QIDS, name)
@@ -128,14 +198,13 @@ end
 -- stay exact and dequeue never has to scan for work. Returns true when the
 -- change may let an idle worker do something sooner (so callers signal).
 local function activate(qid, now)
-  local f = redis.call('HMGET', K_QUEUES, qf(qid, 'q'), qf(qid, 'l'), qf(qid, 'cap'), qf(qid, 'nx'), qf(qid, 'p'), qf(qid, 'hold'))
-  local queued, leased, cap = tonumber(f[1] or '0'), tonumber(f[2] or '0'), tonumber(f[3] or '0')
-  if queued <= 0 or f[6] == '1' or (cap > 0 and leased >= cap) then
+  local st = qstate(qid)
+  if st.q <= 0 or st.hold == 1 or (st.cap > 0 and st.l >= st.cap) then
     redis.call('ZREM', K_READY, qid)
     redis.call('ZREM', K_SCHED, qid)
     return false
   end
-  local at = math.max(tonumber(f[4] or '0'), tonumber(f[5] or '0'))
+  local at = math.max(st.nx, st.p)
   if at <= now then
     if redis.call('ZSCORE', K_READY, qid) then return false end
     redis.call('ZREM', K_SCHED, qid)
@@ -149,26 +218,98 @@ local function activate(qid, now)
   return (first == nil or at < first) and (old == false or tonumber(old) ~= at)
 end
 
-local function push_item(qid, item, attempts, reason, at_head)
-  local seq
-  if at_head then
-    seq = qincr(qid, 'h', -1)
-  else
-    seq = qincr(qid, 't', 1) - 1
+-- Appends an item at the tail (it has no attempts yet). The caller keeps
+-- the arena's `queued` counter.
+local function push_tail(qid, st, item)
+  local tail = TAILC[qid]
+  if not tail or tail.n ~= st.tc then
+    tail = { n = st.tc, parts = {}, dirty = false }
+    if st.tn > 0 then tail.parts[1] = redis.call('HGET', K_ITEMS, qid .. ':' .. fmt(st.tc)) end
+    TAILC[qid] = tail
   end
-  local field = qid .. ':' .. fmt(seq)
-  redis.call('HSET', K_ITEMS, field, item)
-  if attempts > 0 or reason ~= '' then
-    redis.call('HSET', K_RETRIES, field, fmt(attempts) .. ':' .. reason)
+  local entry = struct.pack('>I4', #item) .. item
+  if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
+    -- Close this chunk; the item opens the next.
+    if tail.dirty then redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(tail.n), table.concat(tail.parts)) end
+    st.tc = st.tc + 1
+    st.tn = 0
+    st.tb = 0
+    tail = { n = st.tc, parts = {}, dirty = false }
+    TAILC[qid] = tail
   end
-  qincr(qid, 'q', 1)
+  tail.parts[#tail.parts + 1] = entry
+  tail.dirty = true
+  st.tn = st.tn + 1
+  st.tb = st.tb + #entry
+  st.q = st.q + 1
+  qdirty(qid, st)
+end
+
+-- Puts an item back at the head with what it has been through.
+local function push_front(qid, st, item, attempts, reason)
+  st.fn = st.fn + 1
+  redis.call('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), struct.pack('>I4I4', attempts, #reason) .. reason .. item)
+  st.q = st.q + 1
+  qdirty(qid, st)
   mincr('queued', 1)
 end
 
+-- Takes the item at the head: the front stack first, then the head chunk.
+-- Returns item, attempts so far (nil when the storage was tampered with).
+local function take_head(qid, st)
+  if st.fn > 0 then
+    local field = qid .. ':f' .. fmt(st.fn)
+    local v = redis.call('HGET', K_ITEMS, field)
+    redis.call('HDEL', K_ITEMS, field)
+    st.fn = st.fn - 1
+    st.q = st.q - 1
+    qdirty(qid, st)
+    if not v then return nil, 0 end
+    local attempts, rlen = struct.unpack('>I4I4', v)
+    return string.sub(v, 9 + rlen), attempts
+  end
+  local head = HEADC[qid]
+  if not head or head.n ~= st.hc then
+    local data
+    local tail = TAILC[qid]
+    if tail and tail.n == st.hc and tail.dirty then
+      data = table.concat(tail.parts)
+    else
+      data = redis.call('HGET', K_ITEMS, qid .. ':' .. fmt(st.hc))
+    end
+    head = { n = st.hc, data = data or '' }
+    HEADC[qid] = head
+  end
+  st.q = st.q - 1
+  qdirty(qid, st)
+  local data = head.data
+  if st.ho + 4 > #data then return nil, 0 end
+  local len = struct.unpack('>I4', data, st.ho + 1)
+  local item = string.sub(data, st.ho + 5, st.ho + 4 + len)
+  st.ho = st.ho + 4 + len
+  if st.ho >= #data and (st.hc < st.tc or st.q - st.fn <= 0) then
+    -- Read through: delete it. If it was also the open tail chunk, the
+    -- queue's chunks are empty now, so the next append opens a fresh one.
+    redis.call('HDEL', K_ITEMS, qid .. ':' .. fmt(st.hc))
+    if st.hc == st.tc then
+      st.tc = st.tc + 1
+      st.tn = 0
+      st.tb = 0
+      TAILC[qid] = nil
+    end
+    st.hc = st.hc + 1
+    st.ho = 0
+    HEADC[qid] = nil
+  end
+  return item, 0
+end
+
 local function to_dead(qid, item, attempts, reason, now)
-  local rec = cjson.encode({ queue = qget(qid, 'name'), item = item, reason = reason, attempts = attempts, at = math.floor(now / 1000) })
+  local st = qstate(qid)
+  local rec = cjson.encode({ queue = st.name, item = item, reason = reason, attempts = attempts, at = math.floor(now / 1000) })
   redis.call('RPUSH', K_DEAD, rec)
-  qincr(qid, 'dead', 1)
+  st.dead = st.dead + 1
+  qdirty(qid, st)
   mincr('dead', 1)
 end
 
@@ -180,10 +321,12 @@ local function requeue(token, qid, item, attempts, reason, delay_us, now)
   elseif delay_us > 0 then
     redis.call('ZADD', K_DELAYED, fmt(now + delay_us), token)
     redis.call('HSET', K_DELAYDATA, token, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
-    qincr(qid, 'd', 1)
+    local st = qstate(qid)
+    st.d = st.d + 1
+    qdirty(qid, st)
     mincr('delayed', 1)
   else
-    push_item(qid, item, attempts, reason, true)
+    push_front(qid, qstate(qid), item, attempts, reason)
   end
 end
 
@@ -205,7 +348,9 @@ end
 local function drop_lease(token, qid)
   redis.call('HDEL', K_LEASES, token)
   redis.call('ZREM', K_LEXP, token)
-  qincr(qid, 'l', -1)
+  local st = qstate(qid)
+  st.l = st.l - 1
+  qdirty(qid, st)
   mincr('leased', -1)
 end
 

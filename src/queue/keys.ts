@@ -1,7 +1,7 @@
 import { QueueArgumentError } from './errors.js';
 
 /**
- * The arena key block: the 14 keys every script receives, in the order
+ * The arena key block: the 13 keys every script receives, in the order
  * lua/includes/arena.lua names them. All share the hash tag `{arena}`, so an
  * arena lives in one Redis Cluster slot and arenas never share a key.
  */
@@ -16,7 +16,6 @@ export const ARENA_KEY_NAMES = [
   'lexp',
   'delayed',
   'delaydata',
-  'retries',
   'dead',
   'wake',
   'dedupe',

@@ -141,6 +141,11 @@ export interface FairQueueOptions {
   blockingClient?: Redis | Cluster;
 }
 
+interface EnqueueRequest {
+  items: readonly string[];
+  dedupe: readonly (readonly number[])[] | undefined;
+}
+
 function bad(message: string, code: ConstructorParameters<typeof QueueArgumentError>[0] = 'WEIR_BAD_ARGS'): never {
   throw new QueueArgumentError(code, message);
 }
@@ -201,6 +206,7 @@ export class FairQueue {
     const [arena, leaseMs, woken] = key.split('\n');
     return this.dequeueBatch(arena as string, Number(leaseMs), woken === '1', reqs.length);
   }, LIMITS.maxItemsPerCall);
+  private readonly enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256);
   private readonly commits = new Coalescer<string, LeaseOutcome>(
     async (arena, tokens) => ((await this.run('commit', arena, tokens)) as unknown[]).map(outcome),
     LIMITS.maxItemsPerCall,
@@ -258,8 +264,9 @@ export class FairQueue {
    * Appends items to the tail of a queue. With `dedupe`, item i is enqueued
    * only if not all of `dedupe[i]`'s bits were already set in the arena's
    * bitmap, and its bits are set in the same atomic step. Returns how many
-   * were enqueued. Batches over 1,000 items are sent in several calls; each
-   * item is still all-or-nothing.
+   * were enqueued. Batches over 1,000 items are sent in several calls, and
+   * concurrent enqueues to one queue made in one turn of the event loop share
+   * calls; each item is still all-or-nothing, and order is kept.
    */
   async enqueue(arena: string, queue: string, items: readonly string[], options: { dedupe?: readonly (readonly number[])[] } = {}): Promise<number> {
     validateArenaName(arena);
@@ -279,14 +286,29 @@ export class FairQueue {
       if (typeof item !== 'string') bad(`item ${i} is not a string`);
       if (Buffer.byteLength(item) > LIMITS.maxItemBytes) bad(`item ${i} is over ${LIMITS.maxItemBytes} bytes`, 'WEIR_ITEM_TOO_LARGE');
     }
-    let added = 0;
+    if (items.length === 0) return 0;
+    return this.enqueues.add(`${arena}\n${queue}\n${k}`, { items, dedupe });
+  }
+
+  /** Sends one coalesced batch in calls of at most 1,000 items; returns each request's count of new items. */
+  private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
+    const [arena, queue, kStr] = key.split('\n') as [string, string, string];
+    const items = reqs.flatMap((r) => r.items);
+    const positions = Number(kStr) > 0 ? reqs.flatMap((r) => r.dedupe ?? []) : undefined;
+    let flags = '';
     for (let i = 0; i < items.length; i += LIMITS.maxItemsPerCall) {
       const chunk = items.slice(i, i + LIMITS.maxItemsPerCall);
-      const args: (string | number)[] = [queue, chunk.length, k, ...chunk];
-      if (dedupe) for (const d of dedupe.slice(i, i + LIMITS.maxItemsPerCall)) args.push(...d);
-      added += num(await this.run('enqueue', arena, args));
+      const args: (string | number)[] = [queue, chunk.length, Number(kStr), ...chunk];
+      if (positions) for (const d of positions.slice(i, i + LIMITS.maxItemsPerCall)) args.push(...d);
+      flags += String(await this.run('enqueue', arena, args));
     }
-    return added;
+    let at = 0;
+    return reqs.map((r) => {
+      let n = 0;
+      for (let j = 0; j < r.items.length; j++) if (flags[at + j] === '1') n++;
+      at += r.items.length;
+      return n;
+    });
   }
 
   /**
