@@ -8,6 +8,7 @@
   ARGV[3]  '1' when the caller was woken by the wake list (it then passes the
            wake-up on if more work is ready), else '0'
   ARGV[4]  count: most leases to hand out (1..1000)
+  ARGV[5]  the queue id this caller was promised by its last reply, or ''
 
   Each call first does a bounded amount of upkeep, all on Redis time:
   expired leases go back to the head of their queue (counting an attempt),
@@ -17,15 +18,21 @@
   turn; a queue served goes back to the tail, or to `sched` at its next
   allowed time, so a batch is as fair and as polite as single calls.
 
-  Returns {waitUs, lease, lease, ...}, each lease {token, queue, item,
-  attempt, expiresAtMs, servedAtUs}. waitUs tells the caller when its next
-  call may find work: 0 when more is ready now, else how long until
+  Returns {{waitUs, promised}, lease, lease, ...}, each lease {token, queue,
+  item, attempt, expiresAtMs, servedAtUs}. waitUs tells the caller when its
+  next call may find work: 0 when more is ready now, else how long until
   something may become ready (a rate slot, a retry, a lease expiry), or -1
   when nothing will without a new enqueue/commit/unhold (block on the wake
-  list then). Empty callers are spread over the upcoming rate slots: each
-  gets the earliest slot no other waiting caller was told of (a claim that
-  lapses a few ms after the slot), so N idle workers do not all wake for one
-  slot. Claims only decide wake-up times, never who may take work.
+  list then).
+
+  Promises. Idle callers are spread over the upcoming slots instead of all
+  waking for the first: each reply promises the caller the earliest ready
+  queue or rate slot not yet promised to another caller (`promised`, a queue
+  id, which the caller passes back as ARGV[5]). A caller serves its promised
+  queue first, and passes over queues promised to others while their promise
+  stands (until CLAIM_GRACE_US after the slot, so a caller that died delays
+  nobody for long). Promises only decide who goes first among ready queues
+  and when callers wake, never the rate: politeness is untouched.
   Errors: WEIR_BAD_ARGS, WEIR_SCHEMA.
 ]]
 --@include "arena"
@@ -33,14 +40,16 @@
 -- How many upcoming slots an empty caller may look through for an unclaimed one,
 -- and how long after its slot a claim lapses (a claimant that died).
 local CLAIM_SCAN = 16
-local CLAIM_GRACE_US = 5000
+local CLAIM_GRACE_US = 20000
 
-argc(4, 'token leaseMs woken count')
+argc(5, 'token leaseMs woken count promised')
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then fail('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
 local lease_ms = int_arg(2, 'leaseMs', 1, 86400000)
 local woken = ARGV[3] == '1'
 local count = int_arg(4, 'count', 1, 1000)
+local promised = str_arg(5, 'promised', 20, true)
+if promised ~= '' and not string.match(promised, '^%d+$') then fail('WEIR_BAD_ARGS', 'promised must be a queue id') end
 ensure_schema()
 if redis.call('HEXISTS', K_LEASES, base .. '.1') == 1 then fail('WEIR_BAD_ARGS', 'lease token is already in use') end
 
@@ -78,51 +87,83 @@ for _, qid in ipairs(sched) do
   redis.call('ZADD', K_READY, mincr('turn', 1), qid)
 end
 
-local function wait_reply()
-  if redis.call('HGET', K_META, 'held') == '1' then return { -1 } end
+-- Promises the caller a ready queue or an upcoming slot (see the header).
+-- ready_first: look at ready queues first (the caller got work and may
+-- come straight back for more).
+local function wait_reply(ready_first)
+  if redis.call('HGET', K_META, 'held') == '1' then return { -1, '' } end
+  -- Ready queues first: one not promised yet is promised now; if all are
+  -- promised, come back when the first promise lapses (its holder may be gone).
   local w = nil
+  local ready = redis.call('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
+  for _, qid in ipairs(ready) do
+    local st = qstate(qid)
+    if st.cl <= now then
+      if ready_first then
+        st.cl = now + CLAIM_GRACE_US
+        qdirty(qid, st)
+        return { 0, qid }
+      end
+    elseif w == nil or st.cl < w then
+      w = st.cl
+    end
+  end
+  if #ready >= CLAIM_SCAN then return { 0, '' } end
   for _, z in ipairs({ K_DELAYED, K_LEXP }) do
     local e = earliest(z)
     if e and (w == nil or e < w) then w = e end
   end
-  -- The earliest rate slot no other waiting caller has claimed.
+  -- The earliest rate slot not promised to another caller.
   local slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES')
-  local found = false
   for i = 1, #slots, 2 do
     local qid, at = slots[i], tonumber(slots[i + 1])
-    if w ~= nil and w <= at then
-      found = true
-      break
-    end
+    if w ~= nil and w <= at then break end
     local st = qstate(qid)
     if st.cl < at then
       st.cl = at + CLAIM_GRACE_US
       qdirty(qid, st)
-      w = at
-      found = true
-      break
+      return { math.max(0, at - now), qid }
     end
   end
-  if not found and slots[1] then
-    -- Every upcoming slot looked at is someone's: come back when the first
-    -- of them has been served and its queue has its next slot.
+  if slots[1] and #slots >= 2 then
+    -- Every upcoming slot looked at is promised: come back when the first of
+    -- them has been served and its queue has its next slot.
     local again = tonumber(slots[2]) + math.max(qstate(slots[1]).iv, 1000)
     if w == nil or again < w then w = again end
   end
-  if w == nil then return { -1 } end
-  return { math.max(0, w - now) }
+  if w == nil then return { -1, '' } end
+  return { math.max(0, w - now), '' }
 end
 
 if redis.call('HGET', K_META, 'held') == '1' then
-  local r = wait_reply()
+  local r = wait_reply(false)
   qflush()
-  return r
+  return { r }
+end
+
+-- The next queue to serve: the caller's promised one if it is ready, else
+-- the head of the round-robin, passing over (at most CLAIM_SCAN) queues
+-- promised to other callers; those keep their place.
+local passed = {}
+local function next_queue()
+  if promised ~= '' then
+    local q = promised
+    promised = ''
+    if redis.call('ZREM', K_READY, q) == 1 then return q end
+  end
+  for _ = 1, CLAIM_SCAN + 1 do
+    local top = redis.call('ZPOPMIN', K_READY)
+    if not top[1] then return nil end
+    if #passed >= CLAIM_SCAN or qstate(top[1]).cl <= now then return top[1] end
+    passed[#passed + 1] = top
+  end
+  return nil
 end
 
 -- Serve. Queue records are cached for the call (a batch may serve one
 -- queue many times) and written once by qflush(); arena counters and the
 -- turn counter are summed here and written once too.
-local leases = { 0 }
+local leases = { false }
 local served = 0
 local turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
 local expires = now + lease_ms * 1000
@@ -132,8 +173,7 @@ local now_s = fmt(now)
 local taken = 0
 for _ = 1, count + POP_TRIES do
   if served >= count then break end
-  local top = redis.call('ZPOPMIN', K_READY)
-  local qid = top[1]
+  local qid = next_queue()
   if not qid then break end
   local st = qstate(qid)
   if st.q > 0 and st.hold ~= 1 and (st.cap == 0 or st.l < st.cap) and math.max(st.nx, st.p) <= now then
@@ -179,31 +219,15 @@ for _ = 1, count + POP_TRIES do
     turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
   end
 end
+for _, top in ipairs(passed) do
+  redis.call('ZADD', K_READY, top[2], top[1])
+end
 if taken > 0 then
   redis.call('HSET', K_META, 'turn', turn)
   redis.call('HINCRBY', K_META, 'queued', -taken)
   redis.call('HINCRBY', K_META, 'leased', served)
 end
-if served == 0 then
-  local r = wait_reply()
-  qflush()
-  return r
-end
--- Tell the caller when to come back for more: now if a ready queue is not
--- already promised to a waiting caller, else its own upcoming slot, so a
--- worker need not spend an empty call to learn it.
-local ready = redis.call('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
-local unclaimed = #ready >= CLAIM_SCAN
-for _, qid in ipairs(ready) do
-  if qstate(qid).cl <= now then
-    unclaimed = true
-    break
-  end
-end
-if unclaimed then
-  if woken then signal() end
-else
-  leases[1] = wait_reply()[1]
-end
+leases[1] = wait_reply(true)
+if served > 0 and woken and leases[1][1] == 0 then signal() end
 qflush()
 return leases

@@ -200,8 +200,10 @@ export class FairQueue {
   private blocker: Redis | Cluster | undefined;
   private readonly ownsBlocker: boolean;
   private readonly listeners = new Map<string, WakeListener>();
-  /** Per arena, from the last dequeue reply: when work may be ready (local ms), null = only after a wake-up. */
+  /** Per arena, from the last dequeue reply: when work may be ready (local ms; null = only after a wake-up). */
   private readonly nextWork = new Map<string, { at: number | null }>();
+  /** Per arena, queue ids the script promised this client, oldest first. */
+  private readonly promises = new Map<string, string[]>();
   private readonly dequeues = new Coalescer<null, DequeueResult>((key, reqs) => {
     const [arena, leaseMs, woken] = key.split('\n');
     return this.dequeueBatch(arena as string, Number(leaseMs), woken === '1', reqs.length);
@@ -332,7 +334,9 @@ export class FairQueue {
   private async dequeueBatch(arena: string, leaseMs: number, woken: boolean, count: number): Promise<DequeueResult[]> {
     const base = randomBytes(12).toString('base64url');
     const sentAt = performance.now();
-    const r = (await this.run('dequeue', arena, [base, leaseMs, woken ? '1' : '0', count])) as unknown[];
+    // Pass back a queue the script promised this client (see lua/dequeue.lua).
+    const promised = this.promises.get(arena)?.shift() ?? '';
+    const r = (await this.run('dequeue', arena, [base, leaseMs, woken ? '1' : '0', count, promised])) as unknown[];
     // Redis read its clock somewhere between send and reply: take the middle.
     const redisNowLocal = (sentAt + performance.now()) / 2;
     this.counters.dequeues++;
@@ -353,10 +357,17 @@ export class FairQueue {
     }
     this.counters.leases += results.length;
     if (results.length === 0) this.counters.emptyDequeues++;
-    const waitUs = num(r[0]);
+    const [waitUs, nextPromised] = r[0] as [number, string];
     const waitMs = waitUs < 0 ? null : waitUs / 1000;
-    // The script's word on when the next call may find work (see take()).
+    // The script's word on when the next call may find work, and which
+    // queue it promised this client meanwhile (see take() and lua/dequeue.lua).
     this.nextWork.set(arena, { at: waitMs === null ? null : redisNowLocal + waitMs });
+    if (nextPromised !== '') {
+      const list = this.promises.get(arena) ?? [];
+      // A promise lapses within CLAIM_GRACE (20 ms): a few are plenty to keep.
+      if (list.push(nextPromised) > 8) list.shift();
+      this.promises.set(arena, list);
+    }
     if (results.length < count) {
       const rest: DequeueResult = { lease: null, waitMs };
       while (results.length < count) results.push(rest);
