@@ -1,0 +1,89 @@
+import { domainToASCII } from 'node:url';
+import { isIP } from 'node:net';
+
+/**
+ * A configured domain key: the politeness unit. A URL whose host equals the
+ * key's host or is a subdomain of it (and whose port matches, when the key
+ * names one) belongs to this key's queue, so www.example.org and
+ * en.example.org share example.org's rate across all workers.
+ */
+export interface DomainKey {
+  /** The key as stored and used as the queue name: lowercase, punycode, IPv6 in brackets. */
+  key: string;
+  /** Host part, lowercase punycode; IPv6 without brackets. */
+  host: string;
+  /** Port, or null for any port. */
+  port: number | null;
+}
+
+/** Parses a seed file's domain key; returns an error message instead of throwing. */
+export function parseDomainKey(raw: string): DomainKey | string {
+  const text = raw.trim();
+  if (text === '') return 'is empty';
+  if (/[/?#@\s]/.test(text) || /^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    return 'must be a host name or IP address with an optional :port, not a URL';
+  }
+  let hostPart = text;
+  let port: number | null = null;
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  if (v6) {
+    hostPart = v6[1] ?? '';
+    if (isIP(hostPart) !== 6) return `has an invalid IPv6 address ${JSON.stringify(hostPart)}`;
+    if (v6[2] !== undefined) port = Number(v6[2]);
+  } else {
+    if (isIP(text) === 6) return 'is an IPv6 address: write it in brackets, like [::1] or [::1]:8080';
+    const m = /^(.*?)(?::(\d*))?$/.exec(text);
+    hostPart = m?.[1] ?? '';
+    if (m?.[2] !== undefined) {
+      if (m[2] === '') return 'has an empty port';
+      port = Number(m[2]);
+    }
+  }
+  if (port !== null && (!Number.isInteger(port) || port < 1 || port > 65535)) return 'has a port outside 1-65535';
+  let host: string;
+  if (isIP(hostPart) === 6) {
+    host = hostPart.toLowerCase();
+  } else if (isIP(hostPart) === 4) {
+    host = hostPart;
+  } else {
+    host = domainToASCII(hostPart.toLowerCase().replace(/\.$/, ''));
+    if (host === '' || !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(host) || host.split('.').some((l) => l.length > 63 || l.startsWith('-') || l.endsWith('-'))) {
+      return `has an invalid host name ${JSON.stringify(hostPart)}`;
+    }
+  }
+  const shown = isIP(host) === 6 ? `[${host}]` : host;
+  return { key: port === null ? shown : `${shown}:${port}`, host, port };
+}
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 };
+
+/** Host (no brackets) and effective port of a parsed URL. */
+export function hostAndPort(url: URL): { host: string; port: number } {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = url.port === '' ? (DEFAULT_PORTS[url.protocol] ?? 0) : Number(url.port);
+  return { host, port };
+}
+
+/**
+ * Finds the domain key a URL belongs to: its host equals a key's host or is
+ * a subdomain of it, and the port matches when the key names one. When
+ * several keys match, the longest (most specific) wins.
+ */
+export class DomainMatcher {
+  private readonly keys: DomainKey[];
+
+  constructor(keys: DomainKey[]) {
+    // Longest first: the first match is the most specific.
+    this.keys = [...keys].sort((a, b) => b.key.length - a.key.length);
+  }
+
+  match(url: URL): DomainKey | null {
+    const { host, port } = hostAndPort(url);
+    for (const k of this.keys) {
+      if (k.port !== null && k.port !== port) continue;
+      if (host === k.host) return k;
+      if (isIP(k.host) === 0 && host.endsWith(`.${k.host}`)) return k;
+    }
+    return null;
+  }
+}

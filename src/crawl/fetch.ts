@@ -1,0 +1,193 @@
+import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { Agent, request, type Dispatcher } from 'undici';
+import { guardedLookup, isPrivateAddress, PrivateAddressError, type LookupFunction } from './netguard.js';
+
+export interface FetcherOptions {
+  userAgent: string;
+  /** Whole-request deadline (connect + headers + body). */
+  timeoutMs: number;
+  /** Most body bytes read, counted after decompression. */
+  maxBodyBytes: number;
+  allowPrivateNetworks: boolean;
+  /** Connections kept per origin. Default 4. */
+  connectionsPerOrigin?: number;
+  /** Injectable DNS for tests. */
+  lookup?: LookupFunction;
+}
+
+export interface FetchResult {
+  url: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  contentType: string | null;
+  /** The decompressed body when it was wanted and read. */
+  body: Buffer | null;
+  /** Decompressed bytes read (or Content-Length for bodies not read). */
+  bytes: number;
+  /** The body was cut at maxBodyBytes. */
+  truncated: boolean;
+  elapsedMs: number;
+}
+
+/** A fetch that did not produce a response: a stable code and a readable message. */
+export class FetchError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly elapsedMs: number,
+  ) {
+    super(message);
+    this.name = 'FetchError';
+  }
+}
+
+const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
+
+function decoderFor(encoding: string): Readable | null {
+  switch (encoding) {
+    case 'gzip':
+    case 'x-gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      return null;
+  }
+}
+
+/**
+ * GETs one URL with undici: never follows redirects (the caller queues each
+ * hop), cuts every request at an overall deadline (a server that trickles a
+ * byte a second is cut off, not just one that goes quiet), counts the body
+ * after decompression as it streams and stops at the limit (so a compressed
+ * bomb costs at most maxBodyBytes), and always consumes or destroys the body.
+ */
+export class Fetcher {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: FetcherOptions) {
+    this.agent = new Agent({
+      connections: options.connectionsPerOrigin ?? 4,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: { lookup: options.lookup ?? guardedLookup(options.allowPrivateNetworks), timeout: Math.min(options.timeoutMs, 10_000) },
+      maxResponseSize: -1,
+    });
+  }
+
+  /** Fetches `url`; `wantBody(contentType, status)` decides whether the body is read. */
+  async fetch(url: string, wantBody: (contentType: string | null, status: number) => boolean, outer?: AbortSignal): Promise<FetchResult> {
+    const started = performance.now();
+    const elapsed = (): number => Math.round(performance.now() - started);
+    const u = new URL(url);
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    // IP literals never go through lookup: check them here.
+    if (!this.options.allowPrivateNetworks && isIP(host) !== 0 && isPrivateAddress(host)) {
+      throw new FetchError('WEIR_PRIVATE_ADDRESS', new PrivateAddressError(host, host).message, elapsed());
+    }
+    const deadline = AbortSignal.timeout(this.options.timeoutMs);
+    const signal = outer ? AbortSignal.any([deadline, outer]) : deadline;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        dispatcher: this.agent,
+        method: 'GET',
+        headers: { 'user-agent': this.options.userAgent, accept: ACCEPT, 'accept-encoding': 'gzip, deflate, br' },
+        signal,
+      });
+    } catch (err) {
+      throw toFetchError(err, deadline.aborted, elapsed());
+    }
+    const headers = res.headers as Record<string, string | string[] | undefined>;
+    const ctHeader = headers['content-type'];
+    const contentType = (Array.isArray(ctHeader) ? ctHeader[0] : ctHeader) ?? null;
+    if (!wantBody(contentType, res.statusCode)) {
+      res.body.destroy();
+      const len = Number(headers['content-length']);
+      return { url, status: res.statusCode, headers, contentType, body: null, bytes: Number.isFinite(len) ? len : 0, truncated: false, elapsedMs: elapsed() };
+    }
+    const encHeader = headers['content-encoding'];
+    const encodings = (Array.isArray(encHeader) ? encHeader.join(',') : (encHeader ?? ''))
+      .split(',')
+      .map((e) => e.trim().toLowerCase())
+      .filter((e) => e !== '' && e !== 'identity');
+    const stages: Readable[] = [res.body];
+    let stream: Readable = res.body;
+    for (const enc of encodings.reverse()) {
+      const d = decoderFor(enc);
+      if (!d) {
+        for (const s of stages) s.destroy();
+        throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${enc}`, elapsed());
+      }
+      stream.on('error', (e) => d.destroy(e));
+      stream = stream.pipe(d as unknown as NodeJS.WritableStream) as unknown as Readable;
+      stages.push(stream);
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let truncated = false;
+    try {
+      for await (const chunk of stream) {
+        const buf = chunk as Buffer;
+        const room = this.options.maxBodyBytes - bytes;
+        if (buf.length > room) {
+          if (room > 0) chunks.push(buf.subarray(0, room));
+          bytes += Math.max(0, room);
+          truncated = true;
+          break;
+        }
+        bytes += buf.length;
+        chunks.push(buf);
+      }
+    } catch (err) {
+      throw toFetchError(err, deadline.aborted, elapsed());
+    } finally {
+      for (const s of stages) s.destroy();
+    }
+    return { url, status: res.statusCode, headers, contentType, body: Buffer.concat(chunks), bytes, truncated, elapsedMs: elapsed() };
+  }
+
+  async close(): Promise<void> {
+    await this.agent.destroy();
+  }
+}
+
+function toFetchError(err: unknown, timedOut: boolean, elapsedMs: number): FetchError {
+  if (err instanceof FetchError) return err;
+  if (timedOut) return new FetchError('WEIR_TIMEOUT', 'the request did not finish within its deadline', elapsedMs);
+  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const inner = e.cause ?? e;
+  if (inner instanceof PrivateAddressError || e instanceof PrivateAddressError) {
+    return new FetchError('WEIR_PRIVATE_ADDRESS', (inner as Error).message, elapsedMs);
+  }
+  const code = inner.code ?? e.code ?? 'WEIR_NETWORK';
+  if (code === 'Z_DATA_ERROR' || code === 'ERR__ERROR_FORMAT_PADDING_1' || /^ERR_.*BROTLI|Z_BUF_ERROR/.test(code)) {
+    return new FetchError('WEIR_BAD_ENCODING', `the body could not be decompressed (${code})`, elapsedMs);
+  }
+  return new FetchError(code, inner.message ?? e.message ?? String(err), elapsedMs);
+}
+
+/** Is this content type one weir parses for links? */
+export function isHtml(contentType: string | null): boolean {
+  if (contentType === null) return false;
+  const t = contentType.split(';')[0]?.trim().toLowerCase();
+  return t === 'text/html' || t === 'application/xhtml+xml';
+}
+
+/** Decodes an HTML body: charset from the header, else a <meta> in the first 1 KiB, else UTF-8; bad bytes become U+FFFD. */
+export function decodeBody(body: Buffer, contentType: string | null): string {
+  let label = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1];
+  if (!label) {
+    const head = body.subarray(0, 1024).toString('latin1');
+    label = /<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_-]+)/i.exec(head)?.[1];
+  }
+  try {
+    return new TextDecoder(label ?? 'utf-8').decode(body);
+  } catch {
+    return new TextDecoder('utf-8').decode(body);
+  }
+}

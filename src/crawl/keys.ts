@@ -1,0 +1,57 @@
+import { DEFAULTS as QUEUE_DEFAULTS } from '../queue/index.js';
+import { validateArenaName } from '../queue/keys.js';
+
+/**
+ * The crawler's own keys of an arena, beside the queue's: same prefix and
+ * hash tag, so one arena is one Redis Cluster slot and `weir clear` finds
+ * them all. Written with plain commands (no scheduling happens here).
+ */
+export function crawlKeys(arena: string, prefix: string = QUEUE_DEFAULTS.prefix) {
+  validateArenaName(arena);
+  const k = (name: string): string => `${prefix}:{${arena}}:${name}`;
+  return {
+    /** The validated seed as JSON, written by kickoff; workers use this copy. */
+    seed: k('seed'),
+    /** Pages counted against maxPages (reserved before a fetch, returned when it ends in no page). */
+    pages: k('pages'),
+    /** Crawl counters: field "<domain>:<counter>" and "*:<counter>" for totals. */
+    stats: k('cstats'),
+    /** Crawl-delay per origin, seconds, as read from robots.txt. */
+    crawlDelays: k('crawldelay'),
+    /** robots.txt of one origin (JSON, 24 h TTL). */
+    robots: (origin: string) => k(`robots:${origin}`),
+    /** Short lock: one worker fetches an origin's robots.txt. */
+    robotsLock: (origin: string) => k(`robotslock:${origin}`),
+    /** The pattern every key of the arena matches (for clear). */
+    pattern: `${prefix}:{${arena}}:*`,
+  };
+}
+
+export type CrawlKeys = ReturnType<typeof crawlKeys>;
+
+/** A queued URL. Short names: millions of these sit in Redis. */
+export interface CrawlItem {
+  /** The normalized URL. */
+  u: string;
+  /** Depth: links followed from a start URL (redirect hops add none). */
+  d: number;
+  /** The page it was found on, or null for a start URL. */
+  r: string | null;
+  /** Redirect hops that led here. */
+  h: number;
+}
+
+export function encodeItem(item: CrawlItem): string {
+  return JSON.stringify(item);
+}
+
+/** Parses a queue item; null for anything malformed (it was not written by weir). */
+export function decodeItem(text: string): CrawlItem | null {
+  try {
+    const v = JSON.parse(text) as Partial<CrawlItem>;
+    if (typeof v.u !== 'string' || typeof v.d !== 'number' || typeof v.h !== 'number') return null;
+    return { u: v.u, d: v.d, r: typeof v.r === 'string' ? v.r : null, h: v.h };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,47 @@
+import type { Cluster, Redis } from 'ioredis';
+import { FairQueue } from '../queue/index.js';
+import { bloomParams, bloomPositions } from './bloom.js';
+import { crawlKeys, encodeItem } from './keys.js';
+import { Scope } from './scope.js';
+import type { Seed } from './seed.js';
+
+export interface KickoffResult {
+  /** Queues (domains) created now. */
+  domainsCreated: number;
+  /** Start URLs enqueued now; 0 when a previous kickoff already did. */
+  enqueued: number;
+  bloom: { bits: number; hashes: number };
+}
+
+/** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
+export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
+  const keys = crawlKeys(seed.arena, queue.prefix);
+  const bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
+  // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
+  await queue.configureDedupe(seed.arena, bloom);
+  await redis.set(keys.seed, JSON.stringify(seed));
+  // When the crawl started, by Redis's clock (for achieved rates in status).
+  const [sec, usec] = await redis.time();
+  await redis.hsetnx(keys.stats, '*:startedAt', String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000)));
+  const limits = Object.fromEntries(
+    Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]),
+  );
+  const domainsCreated = await queue.setLimits(seed.arena, limits);
+  const byDomain = new Map<string, string[]>();
+  const scope = new Scope(seed);
+  // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
+  for (const u of seed.start) {
+    const domain = scope.domainOf(u);
+    if (domain) byDomain.set(domain, [...(byDomain.get(domain) ?? []), u]);
+  }
+  let enqueued = 0;
+  for (const [domain, urls] of byDomain) {
+    enqueued += await queue.enqueue(
+      seed.arena,
+      domain,
+      urls.map((u) => encodeItem({ u, d: 0, r: null, h: 0 })),
+      { dedupe: urls.map((u) => bloomPositions(u, bloom)) },
+    );
+  }
+  return { domainsCreated, enqueued, bloom };
+}

@@ -1,0 +1,52 @@
+/** Longest URL weir keeps; longer ones are skipped (and counted) as malformed. */
+export const MAX_URL_LENGTH = 8192;
+
+// RFC 3986 unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~"
+const isUnreserved = (c: number): boolean =>
+  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2e || c === 0x5f || c === 0x7e;
+
+/** Decodes percent-escapes of unreserved characters and uppercases the hex of the others. */
+function normalizeEscapes(s: string): string {
+  if (!s.includes('%')) return s;
+  return s.replace(/%([0-9a-fA-F]{2})/g, (_m, hex: string) => {
+    const c = parseInt(hex, 16);
+    return isUnreserved(c) ? String.fromCharCode(c) : `%${hex.toUpperCase()}`;
+  });
+}
+
+/**
+ * The one URL form weir queues, dedupes and compares: absolute http(s),
+ * lowercase scheme and host (IDN as punycode), default port dropped,
+ * fragment and credentials dropped, dot-segments resolved, percent-escapes
+ * of unreserved characters decoded and other escapes in uppercase hex, an
+ * empty path as "/", the query kept as it is (order matters to servers).
+ * Returns null for anything else (never throws); idempotent.
+ */
+export function normalizeUrl(input: string, base?: string | URL): string | null {
+  if (typeof input !== 'string' || input.length > MAX_URL_LENGTH) return null;
+  let u: URL;
+  try {
+    u = base === undefined ? new URL(input) : new URL(input, base);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
+  if (u.hostname === '') return null;
+  u.hash = '';
+  u.username = '';
+  u.password = '';
+  u.pathname = normalizeEscapes(u.pathname);
+  if (u.search !== '') u.search = normalizeEscapes(u.search);
+  const out = u.href;
+  if (out.length > MAX_URL_LENGTH) return null;
+  // One more pass settles what the setters re-encoded, so the result is a fixed point.
+  const again = new URL(out);
+  again.pathname = normalizeEscapes(again.pathname);
+  if (again.search !== '') again.search = normalizeEscapes(again.search);
+  return again.href;
+}
+
+/** The origin robots.txt belongs to: scheme, host and port. */
+export function originOf(url: string | URL): string {
+  return (typeof url === 'string' ? new URL(url) : url).origin;
+}

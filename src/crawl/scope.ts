@@ -1,0 +1,36 @@
+import { DomainMatcher, parseDomainKey, type DomainKey } from './domains.js';
+import type { Seed } from './seed.js';
+
+export type ScopeDecision = { ok: true; domain: string } | { ok: false; reason: 'out-of-scope' | 'excluded' | 'not-included' };
+
+/**
+ * Which URLs a crawl follows and which queue (domain key) each goes to:
+ * inside a rateLimits domain, matching an include pattern (when there are
+ * any) and no exclude pattern.
+ */
+export class Scope {
+  private readonly matcher: DomainMatcher;
+  private readonly include: RegExp[];
+  private readonly exclude: RegExp[];
+
+  constructor(seed: Pick<Seed, 'rateLimits' | 'include' | 'exclude'>) {
+    const keys = Object.keys(seed.rateLimits).map((k) => parseDomainKey(k) as DomainKey);
+    this.matcher = new DomainMatcher(keys);
+    this.include = seed.include.map((p) => new RegExp(p));
+    this.exclude = seed.exclude.map((p) => new RegExp(p));
+  }
+
+  /** The domain key (queue) of a normalized URL, ignoring include/exclude; null when outside every domain. */
+  domainOf(url: string): string | null {
+    return this.matcher.match(new URL(url))?.key ?? null;
+  }
+
+  /** `url` must already be normalized. */
+  decide(url: string): ScopeDecision {
+    const key = this.matcher.match(new URL(url));
+    if (!key) return { ok: false, reason: 'out-of-scope' };
+    if (this.exclude.some((r) => r.test(url))) return { ok: false, reason: 'excluded' };
+    if (this.include.length > 0 && !this.include.some((r) => r.test(url))) return { ok: false, reason: 'not-included' };
+    return { ok: true, domain: key.key };
+  }
+}

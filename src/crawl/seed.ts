@@ -1,0 +1,194 @@
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { WeirError } from '../queue/errors.js';
+import { validateArenaName } from '../queue/keys.js';
+import { parseDomainKey, DomainMatcher, type DomainKey } from './domains.js';
+import { normalizeUrl } from './normalize.js';
+
+/** Documented defaults of the optional seed fields. */
+export const SEED_DEFAULTS = {
+  userAgent: 'weir/0.1 (+https://www.npmjs.com/package/weir)',
+  maxInFlightPerDomain: 2,
+  allowPrivateNetworks: false,
+  respectNofollow: true,
+  bloom: { expectedUrls: 10_000_000, falsePositiveRate: 0.000001 },
+  /** Whole-request deadline: connect, headers and body together. */
+  requestTimeoutMs: 30_000,
+  /** Most bytes of a body, counted after decompression. */
+  maxBodyBytes: 10 * 1024 * 1024,
+  /** Redirect hops followed from one URL (each hop is a new queued URL). */
+  maxRedirects: 10,
+} as const;
+
+export type SeedRate = number | 'unlimited';
+
+/** A validated seed file. */
+export interface Seed {
+  arena: string;
+  userAgent: string;
+  /** The user agent's product token ("weir" in "weir/0.1 (...)"), lowercase: what robots.txt groups are matched on. */
+  productToken: string;
+  rateLimits: Record<string, SeedRate>;
+  start: string[];
+  maxDepth: number | null;
+  maxPages: number | null;
+  maxInFlightPerDomain: number;
+  include: string[];
+  exclude: string[];
+  allowPrivateNetworks: boolean;
+  respectNofollow: boolean;
+  bloom: { expectedUrls: number; falsePositiveRate: number };
+  requestTimeoutMs: number;
+  maxBodyBytes: number;
+  maxRedirects: number;
+}
+
+/** A seed file that cannot be used. `field` names the part that is wrong. */
+export class SeedError extends WeirError {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super('WEIR_SEED', field ? `seed field ${field}: ${message}` : `seed file: ${message}`);
+    this.name = 'SeedError';
+    this.field = field;
+  }
+}
+
+const KNOWN = new Set([
+  'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
+  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects',
+]);
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function int(field: string, v: unknown, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new SeedError(field, `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function bool(field: string, v: unknown): boolean {
+  if (typeof v !== 'boolean') throw new SeedError(field, `must be true or false, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function regexList(field: string, v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new SeedError(field, 'must be a list of regular expressions');
+  return v.map((p, i) => {
+    if (typeof p !== 'string' || p === '') throw new SeedError(`${field}[${i}]`, 'must be a non-empty string');
+    try {
+      new RegExp(p);
+    } catch (err) {
+      throw new SeedError(`${field}[${i}]`, `is not a valid regular expression: ${(err as Error).message}`);
+    }
+    return p;
+  });
+}
+
+/** Validates parsed seed data. Throws SeedError naming the field; never touches Redis. */
+export function validateSeed(data: unknown): Seed {
+  if (!isRecord(data)) throw new SeedError('', 'must be a mapping (YAML) or an object (JSON) at the top level');
+  for (const k of Object.keys(data)) if (!KNOWN.has(k)) throw new SeedError(k, `is not a known field (known: ${[...KNOWN].join(', ')})`);
+
+  if (data.arena === undefined) throw new SeedError('arena', 'is required');
+  if (typeof data.arena !== 'string') throw new SeedError('arena', 'must be a string');
+  try {
+    validateArenaName(data.arena);
+  } catch {
+    throw new SeedError('arena', `must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(data.arena)}`);
+  }
+
+  const userAgent = data.userAgent ?? SEED_DEFAULTS.userAgent;
+  if (typeof userAgent !== 'string' || userAgent.trim() === '' || /[\r\n]/.test(userAgent) || userAgent.length > 512) {
+    throw new SeedError('userAgent', 'must be a one-line string of at most 512 characters');
+  }
+  const productToken = /^([A-Za-z_-]+)/.exec(userAgent.trim())?.[1]?.toLowerCase();
+  if (!productToken) throw new SeedError('userAgent', 'must start with a product token of letters, "_" or "-" (like "weir/0.1"), which robots.txt groups are matched on');
+
+  if (data.rateLimits === undefined) throw new SeedError('rateLimits', 'is required');
+  if (!isRecord(data.rateLimits)) throw new SeedError('rateLimits', 'must map domains to requests per second');
+  const rateLimits: Record<string, SeedRate> = {};
+  const keys: DomainKey[] = [];
+  for (const [rawKey, rate] of Object.entries(data.rateLimits)) {
+    const field = `rateLimits.${rawKey}`;
+    const key = parseDomainKey(rawKey);
+    if (typeof key === 'string') throw new SeedError(field, `domain ${key}`);
+    if (rateLimits[key.key] !== undefined) throw new SeedError(field, `is the same domain as another key (${key.key})`);
+    if (rate === 'unlimited') {
+      rateLimits[key.key] = 'unlimited';
+    } else if (typeof rate === 'number' && Number.isFinite(rate) && rate > 0 && rate >= 0.000001 && rate <= 10_000_000) {
+      rateLimits[key.key] = rate;
+    } else {
+      throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${JSON.stringify(rate)}`);
+    }
+    keys.push(key);
+  }
+  if (keys.length === 0) throw new SeedError('rateLimits', 'must name at least one domain');
+  const matcher = new DomainMatcher(keys);
+
+  if (data.start === undefined) throw new SeedError('start', 'is required');
+  if (!Array.isArray(data.start) || data.start.length === 0) throw new SeedError('start', 'must be a non-empty list of URLs');
+  const start = data.start.map((u, i) => {
+    const field = `start[${i}]`;
+    if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
+    const n = normalizeUrl(u);
+    if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
+    if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
+    return n;
+  });
+
+  const maxDepth = data.maxDepth === undefined || data.maxDepth === null ? null : int('maxDepth', data.maxDepth, 0, 1_000_000);
+  const maxPages = data.maxPages === undefined || data.maxPages === null ? null : int('maxPages', data.maxPages, 1, Number.MAX_SAFE_INTEGER);
+  const maxInFlightPerDomain = data.maxInFlightPerDomain === undefined ? SEED_DEFAULTS.maxInFlightPerDomain : int('maxInFlightPerDomain', data.maxInFlightPerDomain, 1, 10_000);
+
+  let bloom: Seed['bloom'] = { ...SEED_DEFAULTS.bloom };
+  if (data.bloom !== undefined) {
+    if (!isRecord(data.bloom)) throw new SeedError('bloom', 'must be a mapping with expectedUrls and falsePositiveRate');
+    for (const k of Object.keys(data.bloom)) if (k !== 'expectedUrls' && k !== 'falsePositiveRate') throw new SeedError(`bloom.${k}`, 'is not a known field');
+    const expectedUrls = data.bloom.expectedUrls === undefined ? bloom.expectedUrls : int('bloom.expectedUrls', data.bloom.expectedUrls, 1, 1_000_000_000);
+    const fp = data.bloom.falsePositiveRate ?? bloom.falsePositiveRate;
+    if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${JSON.stringify(fp)}`);
+    bloom = { expectedUrls, falsePositiveRate: fp };
+  }
+
+  return {
+    arena: data.arena,
+    userAgent,
+    productToken,
+    rateLimits,
+    start,
+    maxDepth,
+    maxPages,
+    maxInFlightPerDomain,
+    include: regexList('include', data.include),
+    exclude: regexList('exclude', data.exclude),
+    allowPrivateNetworks: data.allowPrivateNetworks === undefined ? SEED_DEFAULTS.allowPrivateNetworks : bool('allowPrivateNetworks', data.allowPrivateNetworks),
+    respectNofollow: data.respectNofollow === undefined ? SEED_DEFAULTS.respectNofollow : bool('respectNofollow', data.respectNofollow),
+    bloom,
+    requestTimeoutMs: data.requestTimeoutMs === undefined ? SEED_DEFAULTS.requestTimeoutMs : int('requestTimeoutMs', data.requestTimeoutMs, 100, 3_600_000),
+    maxBodyBytes: data.maxBodyBytes === undefined ? SEED_DEFAULTS.maxBodyBytes : int('maxBodyBytes', data.maxBodyBytes, 1024, 1024 * 1024 * 1024),
+    maxRedirects: data.maxRedirects === undefined ? SEED_DEFAULTS.maxRedirects : int('maxRedirects', data.maxRedirects, 0, 100),
+  };
+}
+
+/** Parses seed text: JSON when it looks like JSON, else YAML. */
+export function parseSeedText(text: string, name = 'seed'): Seed {
+  let data: unknown;
+  try {
+    data = /^\s*[{[]/.test(text) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100 });
+  } catch (err) {
+    throw new SeedError('', `${name} is not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return validateSeed(data);
+}
+
+export async function loadSeedFile(path: string): Promise<Seed> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new SeedError('', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseSeedText(text, path);
+}

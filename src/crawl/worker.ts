@@ -1,0 +1,528 @@
+import { randomBytes } from 'node:crypto';
+import type { CheerioAPI } from 'cheerio';
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { FairQueue, type Lease } from '../queue/index.js';
+import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
+import { decodeBody, FetchError, Fetcher, isHtml, type FetchResult } from './fetch.js';
+import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
+import { extractLinks, headerNofollow } from './links.js';
+import type { LookupFunction } from './netguard.js';
+import { normalizeUrl } from './normalize.js';
+import type { JsonlWriter, PageRecord } from './output.js';
+import { ROBOTS, RobotsCache, robotsRetryMs, type RobotsState } from './robots-cache.js';
+import { parseRobots, ROBOTS_MAX_BYTES } from './robots.js';
+import { Scope } from './scope.js';
+import type { Seed } from './seed.js';
+
+/** Documented worker defaults. */
+export const WORKER_DEFAULTS = {
+  /** Fetches in flight at once in one worker process, across domains. */
+  concurrency: 16,
+  /** Lease per URL; extended every half lease while a fetch runs. */
+  leaseMs: 60_000,
+  /** Retry backoff for 5xx and network errors: base × 2^(attempt-1) × jitter(0.5–1.5), capped. */
+  retryBaseMs: 1000,
+  retryMaxMs: 10 * 60_000,
+  /** Retry-After (429/503) is honoured up to this many seconds. */
+  maxRetryAfterSeconds: 3600,
+  /** A 429 without Retry-After pauses the domain this long. */
+  default429Seconds: 30,
+  /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
+  drainCheckMs: 500,
+} as const;
+
+export interface PageContext {
+  url: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  /** cheerio, loaded on first use. */
+  $: () => Promise<CheerioAPI>;
+}
+
+/** Extra URLs to enqueue (absolute or relative to the page), or nothing. */
+export type OnPage = (page: PageContext) => Promise<string[] | void> | string[] | void;
+
+export interface WorkerOptions {
+  concurrency?: number;
+  leaseMs?: number;
+  exitWhenDone?: boolean;
+  out?: JsonlWriter;
+  logger?: Logger;
+  onPage?: OnPage;
+  /** Aborting stops dequeuing; leases in flight are handed back. */
+  signal?: AbortSignal;
+  /** Injectable DNS (tests). */
+  lookup?: LookupFunction;
+}
+
+export interface WorkerSummary {
+  pages: number;
+  errors: number;
+  robotsBlocked: number;
+  redirects: number;
+  enqueued: number;
+  malformedUrls: number;
+  released: number;
+  exitReason: 'drained' | 'maxPages' | 'stopped';
+}
+
+class Counters {
+  private pending = new Map<string, number>();
+  add(domain: string, name: string, n = 1): void {
+    for (const key of [`${domain}:${name}`, `*:${name}`]) this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+  }
+  async flush(redis: Redis | Cluster, key: string): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    const p = redis.pipeline();
+    for (const [field, n] of batch) p.hincrby(key, field, n);
+    await p.exec();
+  }
+}
+
+/**
+ * One crawl worker: dequeues URL leases, honours robots.txt, fetches,
+ * extracts and enqueues links, commits, and writes one output line per URL.
+ * Any number of these, in any number of processes, share one arena.
+ */
+export class CrawlWorker {
+  private readonly queue: FairQueue;
+  private readonly keys: CrawlKeys;
+  private readonly scope: Scope;
+  private readonly robots: RobotsCache;
+  private readonly fetcher: Fetcher;
+  private readonly bloom: BloomParams;
+  private readonly counters = new Counters();
+  private readonly summary: WorkerSummary = { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, exitReason: 'stopped' };
+  private readonly stop = new AbortController();
+  private readonly fetchAbort = new AbortController();
+  private readonly id = randomBytes(6).toString('hex');
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly seed: Seed,
+    private readonly options: WorkerOptions = {},
+  ) {
+    this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs });
+    this.leaseMs = this.queue.leaseMs;
+    this.keys = crawlKeys(seed.arena, this.queue.prefix);
+    this.scope = new Scope(seed);
+    this.robots = new RobotsCache(redis, this.keys);
+    this.bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
+    this.fetcher = new Fetcher({
+      userAgent: seed.userAgent,
+      timeoutMs: seed.requestTimeoutMs,
+      maxBodyBytes: seed.maxBodyBytes,
+      allowPrivateNetworks: seed.allowPrivateNetworks,
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+    });
+    options.signal?.addEventListener('abort', () => this.halt('stopped'), { once: true });
+  }
+
+  private get log(): Logger | undefined {
+    return this.options.logger;
+  }
+
+  /** Stops dequeuing; fetches in flight finish or are handed back. */
+  halt(reason: WorkerSummary['exitReason'], abortFetches = true): void {
+    if (!this.stop.signal.aborted) this.summary.exitReason = reason;
+    this.stop.abort();
+    if (abortFetches) this.fetchAbort.abort();
+  }
+
+  async run(): Promise<WorkerSummary> {
+    const concurrency = this.options.concurrency ?? WORKER_DEFAULTS.concurrency;
+    const flusher = setInterval(() => void this.counters.flush(this.redis, this.keys.stats).catch(() => undefined), 1000);
+    const monitor = this.options.exitWhenDone || this.seed.maxPages !== null ? this.watchForEnd() : Promise.resolve();
+    try {
+      await Promise.all([...Array.from({ length: concurrency }, () => this.slot()), monitor]);
+    } finally {
+      clearInterval(flusher);
+      await this.counters.flush(this.redis, this.keys.stats).catch(() => undefined);
+      await this.queue.close();
+      await this.fetcher.close();
+    }
+    return { ...this.summary };
+  }
+
+  private async slot(): Promise<void> {
+    while (!this.stop.signal.aborted) {
+      const lease = await this.queue.take(this.seed.arena, { signal: this.stop.signal });
+      if (!lease) return;
+      try {
+        await this.process(lease);
+      } catch (err) {
+        // A bug or a Redis failure mid-URL: the lease expires and the URL comes back.
+        this.log?.error({ err, url: lease.item }, 'processing a URL failed');
+      }
+    }
+  }
+
+  private async watchForEnd(): Promise<void> {
+    while (!this.stop.signal.aborted) {
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, WORKER_DEFAULTS.drainCheckMs);
+        this.stop.signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          r();
+        }, { once: true });
+      });
+      if (this.stop.signal.aborted) return;
+      if (this.seed.maxPages !== null) {
+        const pages = Number((await this.redis.get(this.keys.pages)) ?? 0);
+        if (pages >= this.seed.maxPages) {
+          this.log?.info({ pages }, 'maxPages reached');
+          this.halt('maxPages', false);
+          return;
+        }
+      }
+      if (this.options.exitWhenDone) {
+        const s = await this.queue.stats(this.seed.arena);
+        if (s.drained) {
+          this.halt('drained', false);
+          return;
+        }
+      }
+    }
+  }
+
+  private async process(lease: Lease): Promise<void> {
+    const item = decodeItem(lease.item);
+    if (!item) {
+      await this.queue.fail(lease, 'malformed queue item');
+      return;
+    }
+    if (this.fetchAbort.signal.aborted) {
+      await this.handBack(lease);
+      return;
+    }
+    const url = new URL(item.u);
+    const origin = url.origin;
+    const domain = lease.queue;
+
+    // robots.txt comes first for every origin, and its fetch uses this slot.
+    const robots = await this.robots.get(origin);
+    if (!robots || (robots.state.state === 'error' && robots.state.retryAt <= Date.now() && robots.state.failures < ROBOTS.maxFailures)) {
+      if (await this.robots.lock(origin, this.id)) {
+        try {
+          await this.fetchRobots(origin, domain, robots?.state.state === 'error' ? robots.state.failures : 0);
+        } finally {
+          await this.robots.unlock(origin);
+        }
+        await this.queue.release(lease);
+      } else {
+        await this.queue.retry(lease, { delayMs: 500, countAttempt: false, reason: 'waiting for robots.txt' });
+      }
+      return;
+    }
+    if (robots.state.state === 'error') {
+      if (robots.state.failures >= ROBOTS.maxFailures) {
+        const reason = `robots.txt unavailable: ${robots.state.reason}`;
+        await this.queue.fail(lease, reason);
+        this.finish(lease, item, domain, { status: null, error: reason });
+        return;
+      }
+      await this.queue.retry(lease, { delayMs: Math.max(100, robots.state.retryAt - Date.now()), countAttempt: false, reason: 'robots.txt unavailable for now' });
+      return;
+    }
+    if (robots.matcher && !robots.matcher.isAllowed(url.pathname + url.search)) {
+      await this.queue.commit(lease);
+      this.summary.robotsBlocked++;
+      this.counters.add(domain, 'robots');
+      this.finish(lease, item, domain, { status: null, error: 'disallowed by robots.txt' });
+      return;
+    }
+
+    // maxPages: reserve a page before fetching; hand it back if the fetch ends in no page.
+    let reserved = false;
+    if (this.seed.maxPages !== null) {
+      const n = await this.redis.incr(this.keys.pages);
+      if (n > this.seed.maxPages) {
+        await this.redis.decr(this.keys.pages);
+        this.halt('maxPages', false);
+        await this.handBack(lease);
+        return;
+      }
+      reserved = true;
+    }
+    const unreserve = async (): Promise<void> => {
+      if (reserved) await this.redis.decr(this.keys.pages);
+      reserved = false;
+    };
+
+    const keepAlive = setInterval(() => void this.queue.extend(lease, this.leaseMs).catch(() => undefined), Math.max(50, this.leaseMs / 2));
+    let res: FetchResult;
+    try {
+      res = await this.fetcher.fetch(item.u, (ct, status) => status >= 200 && status < 300 && (ct === null || isHtml(ct)), this.fetchAbort.signal);
+    } catch (err) {
+      clearInterval(keepAlive);
+      await unreserve();
+      await this.fetchFailed(lease, item, domain, err);
+      return;
+    }
+    clearInterval(keepAlive);
+    this.counters.add(domain, 'bytes', res.bytes);
+
+    const status = res.status;
+    if (status >= 300 && status < 400 && res.headers.location !== undefined) {
+      await unreserve();
+      await this.redirect(lease, item, domain, res);
+      return;
+    }
+    if (status === 429 || (status === 503 && res.headers['retry-after'] !== undefined)) {
+      await unreserve();
+      const seconds = Math.min(WORKER_DEFAULTS.maxRetryAfterSeconds, retryAfterSeconds(res.headers['retry-after']) ?? WORKER_DEFAULTS.default429Seconds);
+      await this.queue.pause(this.seed.arena, domain, Math.round(seconds * 1000));
+      await this.queue.retry(lease, { delayMs: Math.round(seconds * 1000), countAttempt: false, reason: `HTTP ${status}, Retry-After ${seconds}s` });
+      this.counters.add(domain, 'paced');
+      this.log?.info({ domain, status, seconds }, 'server asked to slow down: domain paused');
+      return;
+    }
+    if (status >= 500) {
+      await unreserve();
+      await this.retryLater(lease, item, domain, `HTTP ${status}`, { status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs });
+      return;
+    }
+
+    // A final response: a page.
+    let links = 0;
+    let enqueued = 0;
+    let title: string | null = null;
+    let error: string | null = res.truncated ? `body over ${this.seed.maxBodyBytes} bytes: truncated` : null;
+    if (status >= 200 && status < 300 && res.body) {
+      const text = decodeBody(res.body, res.contentType);
+      if (res.contentType !== null || /^\s*<(!doctype html|html|head|body)/i.test(text.slice(0, 512))) {
+        const r = await this.followLinks(item, domain, res, text);
+        links = r.links;
+        enqueued = r.enqueued;
+        title = r.title;
+        if (r.error) error = r.error;
+      }
+    }
+    await this.queue.commit(lease);
+    this.summary.pages++;
+    this.counters.add(domain, 'pages');
+    this.counters.add(domain, `${Math.floor(status / 100)}xx`);
+    if (status >= 400) this.summary.errors++;
+    this.finish(lease, item, domain, { status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, title, links, enqueued, error });
+  }
+
+  /** Reads a page's links (and the onPage hook's), scopes, dedupes and enqueues them: one queue call per domain. */
+  private async followLinks(item: CrawlItem, domain: string, res: FetchResult, text: string): Promise<{ links: number; enqueued: number; title: string | null; error: string | null }> {
+    const page = extractLinks(text, this.seed.productToken);
+    const nofollow = this.seed.respectNofollow && (page.metaNofollow || headerNofollow(res.headers['x-robots-tag'], this.seed.productToken));
+    let base: string = item.u;
+    if (page.base !== null) base = normalizeUrl(page.base, item.u) ?? item.u;
+    const hrefs = nofollow ? [] : this.seed.respectNofollow ? page.hrefs : [...page.hrefs, ...page.nofollowHrefs];
+    let error: string | null = null;
+    if (this.options.onPage) {
+      try {
+        const extra = await this.options.onPage({
+          url: item.u,
+          status: res.status,
+          headers: res.headers,
+          body: text,
+          $: async () => (await import('cheerio')).load(text),
+        });
+        if (Array.isArray(extra)) hrefs.push(...extra.filter((u): u is string => typeof u === 'string'));
+      } catch (err) {
+        error = `onPage hook failed: ${(err as Error).message}`;
+      }
+    }
+    const seen = new Set<string>();
+    const byDomain = new Map<string, string[]>();
+    for (const href of hrefs) {
+      const n = normalizeUrl(href, base);
+      if (!n) {
+        this.summary.malformedUrls++;
+        this.counters.add(domain, 'malformed');
+        continue;
+      }
+      if (seen.has(n)) continue;
+      seen.add(n);
+    }
+    const depth = item.d + 1;
+    if (this.seed.maxDepth === null || depth <= this.seed.maxDepth) {
+      for (const n of seen) {
+        const d = this.scope.decide(n);
+        if (!d.ok) continue;
+        const list = byDomain.get(d.domain) ?? [];
+        list.push(n);
+        byDomain.set(d.domain, list);
+      }
+    }
+    const counts = await Promise.all(
+      [...byDomain].map(([target, urls]) =>
+        this.queue.enqueue(
+          this.seed.arena,
+          target,
+          urls.map((u) => encodeItem({ u, d: depth, r: item.u, h: 0 })),
+          { dedupe: urls.map((u) => bloomPositions(u, this.bloom)) },
+        ),
+      ),
+    );
+    const enqueued = counts.reduce((a, b) => a + b, 0);
+    const candidates = [...byDomain.values()].reduce((a, l) => a + l.length, 0);
+    this.summary.enqueued += enqueued;
+    this.counters.add(domain, 'enqueued', enqueued);
+    this.counters.add(domain, 'dedupeHits', candidates - enqueued);
+    return { links: seen.size, enqueued, title: page.title, error };
+  }
+
+  /** A redirect is not followed inline: the target is queued as a new URL (scope, robots, dedupe, rate limit apply). */
+  private async redirect(lease: Lease, item: CrawlItem, domain: string, res: FetchResult): Promise<void> {
+    const loc = Array.isArray(res.headers.location) ? res.headers.location[0] : res.headers.location;
+    const target = loc === undefined ? null : normalizeUrl(loc, item.u);
+    let error: string | null = null;
+    if (!target) {
+      error = 'redirect to a malformed or non-http URL';
+      this.summary.malformedUrls++;
+    } else if (item.h + 1 > this.seed.maxRedirects) {
+      error = `more than ${this.seed.maxRedirects} redirects`;
+    } else {
+      const d = this.scope.decide(target);
+      if (!d.ok) {
+        error = `redirect target ${d.reason}`;
+      } else {
+        const n = await this.queue.enqueue(this.seed.arena, d.domain, [encodeItem({ u: target, d: item.d, r: item.u, h: item.h + 1 })], {
+          dedupe: [bloomPositions(target, this.bloom)],
+        });
+        this.counters.add(domain, 'enqueued', n);
+        this.summary.enqueued += n;
+      }
+    }
+    await this.queue.commit(lease);
+    this.summary.redirects++;
+    this.counters.add(domain, 'redirects');
+    this.finish(lease, item, domain, { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, redirect: target, error });
+  }
+
+  private async fetchFailed(lease: Lease, item: CrawlItem, domain: string, err: unknown): Promise<void> {
+    if (this.fetchAbort.signal.aborted) {
+      await this.handBack(lease);
+      return;
+    }
+    const e = err instanceof FetchError ? err : new FetchError('WEIR_NETWORK', String((err as Error)?.message ?? err), 0);
+    if (e.code === 'WEIR_PRIVATE_ADDRESS') {
+      await this.queue.fail(lease, e.message);
+      this.summary.errors++;
+      this.counters.add(domain, 'errors');
+      this.finish(lease, item, domain, { status: null, elapsedMs: e.elapsedMs, error: e.message });
+      return;
+    }
+    await this.retryLater(lease, item, domain, `${e.code}: ${e.message}`, { status: null, elapsedMs: e.elapsedMs });
+  }
+
+  /** 5xx and network errors: retry with exponential backoff and jitter; the queue dead-letters after maxAttempts. */
+  private async retryLater(lease: Lease, item: CrawlItem, domain: string, reason: string, rec: Partial<PageRecord>): Promise<void> {
+    const backoff = Math.min(WORKER_DEFAULTS.retryMaxMs, WORKER_DEFAULTS.retryBaseMs * 2 ** (lease.attempt - 1));
+    const delayMs = Math.round(backoff * (0.5 + Math.random()));
+    const r = await this.queue.retry(lease, { delayMs, reason, countAttempt: true });
+    this.counters.add(domain, 'retries');
+    if (r === 'dead') {
+      this.summary.errors++;
+      this.counters.add(domain, 'errors');
+      this.finish(lease, item, domain, { ...rec, error: `gave up after ${lease.attempt} attempts: ${reason}` });
+    } else {
+      this.log?.debug({ url: item.u, reason, delayMs, attempt: lease.attempt }, 'will retry');
+    }
+  }
+
+  private async handBack(lease: Lease): Promise<void> {
+    if ((await this.queue.release(lease)) === 'ok') this.summary.released++;
+  }
+
+  private async fetchRobots(origin: string, domain: string, failures: number): Promise<void> {
+    let url = `${origin}/robots.txt`;
+    let state: RobotsState | null = null;
+    for (let hop = 0; hop <= ROBOTS.maxRedirects && !state; hop++) {
+      let res: FetchResult;
+      try {
+        res = await this.fetcher.fetch(url, () => true, this.fetchAbort.signal);
+      } catch (err) {
+        const reason = err instanceof FetchError ? `${err.code}: ${err.message}` : String(err);
+        state = { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1), reason };
+        break;
+      }
+      const loc = res.headers.location;
+      if (res.status >= 300 && res.status < 400 && loc !== undefined) {
+        const next = normalizeUrl(Array.isArray(loc) ? (loc[0] ?? '') : loc, url);
+        if (!next) break;
+        url = next;
+        continue;
+      }
+      if (res.status >= 200 && res.status < 300) {
+        const rules = parseRobots((res.body ?? Buffer.alloc(0)).subarray(0, ROBOTS_MAX_BYTES).toString('utf8'), this.seed.productToken);
+        state = { state: 'rules', rules, fetchedAt: Date.now() };
+      } else if (res.status >= 400 && res.status < 500) {
+        state = { state: 'allow-all', status: res.status, fetchedAt: Date.now() };
+      } else {
+        state = { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1), reason: `HTTP ${res.status}` };
+      }
+    }
+    // Too many redirects: treated as unreachable (RFC 9309 §2.3.1.2 allows either).
+    state ??= { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1), reason: 'too many redirects' };
+    await this.robots.set(origin, state);
+    this.counters.add(domain, 'robotsFetches');
+    this.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
+    if (state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0) {
+      await this.applyCrawlDelay(origin, domain, state.rules.crawlDelay);
+    }
+  }
+
+  /** Crawl-delay lowers a domain's rate, never raises it; the largest delay of the domain's origins wins. */
+  private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number): Promise<void> {
+    const capped = Math.min(ROBOTS.maxCrawlDelaySeconds, delaySeconds);
+    await this.redis.hset(this.keys.crawlDelays, origin, String(capped));
+    const configured = this.seed.rateLimits[domain];
+    if (configured === undefined) return;
+    // Recompute from every origin's delay, and again if another worker added one meanwhile.
+    for (let i = 0; i < 3; i++) {
+      const all = await this.redis.hgetall(this.keys.crawlDelays);
+      const delays = Object.entries(all)
+        .filter(([o]) => this.scope.domainOf(`${o}/`) === domain)
+        .map(([, d]) => Number(d));
+      const delay = Math.max(...delays);
+      const byDelay = 1 / delay;
+      const rate = configured === 'unlimited' ? byDelay : Math.min(configured, byDelay);
+      await this.queue.setLimits(this.seed.arena, { [domain]: { rate, maxInFlight: this.seed.maxInFlightPerDomain } });
+      const again = await this.redis.hgetall(this.keys.crawlDelays);
+      if (Object.keys(again).length === Object.keys(all).length) break;
+    }
+    this.log?.info({ domain, origin, crawlDelay: capped }, 'Crawl-delay applied');
+  }
+
+  private finish(lease: Lease, item: CrawlItem, domain: string, rec: Partial<PageRecord>): void {
+    this.options.out?.write({
+      url: item.u,
+      domain,
+      status: rec.status ?? null,
+      contentType: rec.contentType ?? null,
+      bytes: rec.bytes ?? 0,
+      depth: item.d,
+      referrer: item.r,
+      fetchedAt: new Date().toISOString(),
+      elapsedMs: rec.elapsedMs ?? 0,
+      title: rec.title ?? null,
+      links: rec.links ?? 0,
+      enqueued: rec.enqueued ?? 0,
+      redirect: rec.redirect ?? null,
+      attempt: lease.attempt,
+      error: rec.error ?? null,
+    });
+  }
+}
+
+/** Retry-After: delta-seconds or an HTTP date. */
+export function retryAfterSeconds(value: string | string[] | undefined): number | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined) return null;
+  if (/^\s*\d+\s*$/.test(v)) return Number(v);
+  const t = Date.parse(v);
+  if (Number.isNaN(t)) return null;
+  return Math.max(0, (t - Date.now()) / 1000);
+}
