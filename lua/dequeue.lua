@@ -18,8 +18,8 @@
   turn; a queue served goes back to the tail, or to `sched` at its next
   allowed time, so a batch is as fair and as polite as single calls.
 
-  Returns {{waitUs, promised}, lease, lease, ...}, each lease {token, queue,
-  item, attempt, expiresAtMs, servedAtUs}. waitUs tells the caller when its
+  Returns {{waitUs, promised, nowUs}, lease, lease, ...}, each lease {token,
+  queue, item, attempt, expiresAtMs, servedAtUs}; nowUs is Redis's clock. waitUs tells the caller when its
   next call may find work: 0 when more is ready now, else how long until
   something may become ready (a rate slot, a retry, a lease expiry), or -1
   when nothing will without a new enqueue/commit/unhold (block on the wake
@@ -54,6 +54,7 @@ ensure_schema()
 if redis.call('HEXISTS', K_LEASES, base .. '.1') == 1 then fail('WEIR_BAD_ARGS', 'lease token is already in use') end
 
 local now = now_us()
+local now_s = fmt(now)
 reap_expired(now, REAP_BATCH)
 
 -- Retries whose delay is over.
@@ -138,6 +139,7 @@ end
 if redis.call('HGET', K_META, 'held') == '1' then
   local r = wait_reply(false)
   qflush()
+  r[3] = now_s
   return { r }
 end
 
@@ -169,7 +171,6 @@ local turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
 local expires = now + lease_ms * 1000
 local expires_s = fmt(expires)
 local expires_ms = fmt(math.floor(expires / 1000))
-local now_s = fmt(now)
 local taken = 0
 for _ = 1, count + POP_TRIES do
   if served >= count then break end
@@ -189,15 +190,14 @@ for _ = 1, count + POP_TRIES do
       redis.call('ZADD', K_LEXP, expires_s, token)
       -- Politeness: the next serve of this queue is one interval after this
       -- one; the interval's fraction of a µs is carried to the next.
-      if st.iv > 0 then
-        local whole = math.floor(st.iv)
-        st.c = st.c + (st.iv - whole)
-        if st.c >= 1 then
-          whole = whole + 1
-          st.c = st.c - 1
-        end
-        st.nx = now + whole
+      -- (For an unlimited queue nx is the last serve: a later, lower rate starts from it.)
+      local whole = math.floor(st.iv)
+      st.c = st.c + (st.iv - whole)
+      if st.c >= 1 then
+        whole = whole + 1
+        st.c = st.c - 1
       end
+      st.nx = now + whole
       leases[#leases + 1] = { token, st.name, item, attempt, expires_ms, now_s }
     end
     -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
@@ -228,6 +228,7 @@ if taken > 0 then
   redis.call('HINCRBY', K_META, 'leased', served)
 end
 leases[1] = wait_reply(true)
+leases[1][3] = now_s
 if served > 0 and woken and leases[1][1] == 0 then signal() end
 qflush()
 return leases

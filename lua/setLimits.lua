@@ -56,8 +56,15 @@ for _, s in ipairs(specs) do
   else
     st = qstate(qid)
   end
-  -- The interval keeps its fraction of a µs (a double): it is carried, not rounded.
-  st.iv = s[3]
+  -- A lower rate applies from the last serve, not from the next: the next
+  -- allowed time moves out by the difference. (The interval keeps its
+  -- fraction of a µs, a double: it is carried, not rounded.)
+  local old_iv = st.iv
+  local new_iv = s[3]
+  if st.nx > 0 and new_iv > old_iv then
+    st.nx = math.ceil(st.nx - old_iv + new_iv)
+  end
+  st.iv = new_iv
   st.cap = s[4]
   qdirty(qid, st)
   redis.call('HSET', K_QUEUES, qid .. ':rate', s[2])

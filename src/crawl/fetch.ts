@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, request, type Dispatcher } from 'undici';
+import { WarmConnector } from './connector.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressError, type LookupFunction } from './netguard.js';
 
 export interface FetcherOptions {
@@ -68,15 +69,43 @@ function decoderFor(encoding: string): Readable | null {
  */
 export class Fetcher {
   private readonly agent: Agent;
+  private readonly connector: WarmConnector;
 
   constructor(private readonly options: FetcherOptions) {
+    this.connector = new WarmConnector({
+      lookup: options.lookup ?? guardedLookup(options.allowPrivateNetworks),
+      timeoutMs: Math.min(options.timeoutMs, 10_000),
+    });
     this.agent = new Agent({
       connections: options.connectionsPerOrigin ?? 4,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: { lookup: options.lookup ?? guardedLookup(options.allowPrivateNetworks), timeout: Math.min(options.timeoutMs, 10_000) },
+      connect: this.connector.connect,
       maxResponseSize: -1,
     });
+  }
+
+  /** Refuses private IP literals (they never go through lookup). */
+  private checkLiteral(u: URL, elapsedMs: number): void {
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    if (!this.options.allowPrivateNetworks && isIP(host) !== 0 && isPrivateAddress(host)) {
+      throw new FetchError('WEIR_PRIVATE_ADDRESS', new PrivateAddressError(host, host).message, elapsedMs);
+    }
+  }
+
+  /**
+   * Gets a connection to `url`'s origin ready before the request's send time
+   * (see WarmConnector). Never throws: a connection that fails here fails the
+   * request the same way.
+   */
+  async prepare(url: string): Promise<void> {
+    try {
+      const u = new URL(url);
+      this.checkLiteral(u, 0);
+      await this.connector.warm(u);
+    } catch {
+      // reported by fetch()
+    }
   }
 
   /** Fetches `url`; `wantBody(contentType, status)` decides whether the body is read. */
@@ -84,11 +113,17 @@ export class Fetcher {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     const u = new URL(url);
-    const host = u.hostname.replace(/^\[|\]$/g, '');
-    // IP literals never go through lookup: check them here.
-    if (!this.options.allowPrivateNetworks && isIP(host) !== 0 && isPrivateAddress(host)) {
-      throw new FetchError('WEIR_PRIVATE_ADDRESS', new PrivateAddressError(host, host).message, elapsed());
+    this.checkLiteral(u, elapsed());
+    this.connector.begin(u);
+    try {
+      return await this.get(url, wantBody, started, outer);
+    } finally {
+      this.connector.end(u);
     }
+  }
+
+  private async get(url: string, wantBody: (contentType: string | null, status: number) => boolean, started: number, outer?: AbortSignal): Promise<FetchResult> {
+    const elapsed = (): number => Math.round(performance.now() - started);
     const deadline = AbortSignal.timeout(this.options.timeoutMs);
     const signal = outer ? AbortSignal.any([deadline, outer]) : deadline;
     let res: Dispatcher.ResponseData;
@@ -106,6 +141,7 @@ export class Fetcher {
     const ctHeader = headers['content-type'];
     const contentType = (Array.isArray(ctHeader) ? ctHeader[0] : ctHeader) ?? null;
     if (!wantBody(contentType, res.statusCode)) {
+      res.body.on('error', () => undefined);
       res.body.destroy();
       const len = Number(headers['content-length']);
       return { url, status: res.statusCode, headers, contentType, body: null, bytes: Number.isFinite(len) ? len : 0, truncated: false, elapsedMs: elapsed() };
@@ -120,7 +156,10 @@ export class Fetcher {
     for (const enc of encodings.reverse()) {
       const d = decoderFor(enc);
       if (!d) {
-        for (const s of stages) s.destroy();
+        for (const s of stages) {
+          s.on('error', () => undefined);
+          s.destroy();
+        }
         throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${enc}`, elapsed());
       }
       stream.on('error', (e) => d.destroy(e));
@@ -146,12 +185,17 @@ export class Fetcher {
     } catch (err) {
       throw toFetchError(err, deadline.aborted, elapsed());
     } finally {
-      for (const s of stages) s.destroy();
+      // Destroying a body mid-stream makes undici and zlib emit late errors: nobody is listening any more.
+      for (const s of stages) {
+        s.on('error', () => undefined);
+        s.destroy();
+      }
     }
     return { url, status: res.statusCode, headers, contentType, body: Buffer.concat(chunks), bytes, truncated, elapsedMs: elapsed() };
   }
 
   async close(): Promise<void> {
+    this.connector.close();
     await this.agent.destroy();
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { CheerioAPI } from 'cheerio';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { FairQueue, type Lease } from '../queue/index.js';
+import { FairQueue, sleepUntil, type Lease } from '../queue/index.js';
 import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
 import { decodeBody, FetchError, Fetcher, isHtml, type FetchResult } from './fetch.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
@@ -30,6 +30,15 @@ export const WORKER_DEFAULTS = {
   default429Seconds: 30,
   /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
   drainCheckMs: 500,
+  /**
+   * A slot's request is sent this long after Redis served the slot, and only
+   * if it can go within sendSlackMs of that: so the gaps a server sees are
+   * the gaps Redis decided, whatever each worker did in between (robots
+   * lookup, an event loop busy parsing a big page). A slot missed by more is
+   * handed back unused: politeness over throughput.
+   */
+  sendDelayMs: 10,
+  sendSlackMs: 3,
 } as const;
 
 export interface PageContext {
@@ -208,6 +217,12 @@ export class CrawlWorker {
     const robots = await this.robots.get(origin);
     if (!robots || (robots.state.state === 'error' && robots.state.retryAt <= Date.now() && robots.state.failures < ROBOTS.maxFailures)) {
       if (await this.robots.lock(origin, this.id)) {
+        // Nothing may be awaited between the slot's send time and the request.
+        await this.fetcher.prepare(`${origin}/robots.txt`);
+        if (!(await this.holdToSlot(lease))) {
+          await this.robots.unlock(origin);
+          return;
+        }
         try {
           await this.fetchRobots(origin, domain, robots?.state.state === 'error' ? robots.state.failures : 0);
         } finally {
@@ -254,6 +269,11 @@ export class CrawlWorker {
       reserved = false;
     };
 
+    await this.fetcher.prepare(item.u);
+    if (!(await this.holdToSlot(lease))) {
+      await unreserve();
+      return;
+    }
     const keepAlive = setInterval(() => void this.queue.extend(lease, this.leaseMs).catch(() => undefined), Math.max(50, this.leaseMs / 2));
     let res: FetchResult;
     try {
@@ -430,6 +450,16 @@ export class CrawlWorker {
     } else {
       this.log?.debug({ url: item.u, reason, delayMs, attempt: lease.attempt }, 'will retry');
     }
+  }
+
+  /** Waits for the slot's send time; false (and the lease handed back) when it has passed by more than the slack. */
+  private async holdToSlot(lease: Lease): Promise<boolean> {
+    const sendAt = lease.localServedAt + WORKER_DEFAULTS.sendDelayMs;
+    await sleepUntil(sendAt, this.fetchAbort.signal);
+    if (!this.fetchAbort.signal.aborted && performance.now() - sendAt <= WORKER_DEFAULTS.sendSlackMs) return true;
+    this.counters.add(lease.queue, 'lateSlots');
+    await this.handBack(lease);
+    return false;
   }
 
   private async handBack(lease: Lease): Promise<void> {

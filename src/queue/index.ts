@@ -18,3 +18,4 @@ export { QueueArgumentError, WeirError } from './errors.js';
 export type { QueueErrorCode } from './errors.js';
 export { ARENA_KEY_NAMES, arenaKeys, validateArenaName } from './keys.js';
 export { SCRIPT_NAMES, loadScripts } from './scripts.js';
+export { sleep, sleepUntil } from './sleep.js';

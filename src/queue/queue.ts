@@ -4,6 +4,8 @@ import { Coalescer } from './coalesce.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaKey, arenaKeys, validateArenaName } from './keys.js';
 import { ScriptRunner } from './scripts.js';
+import { RedisClock } from './clock.js';
+import { sleep } from './sleep.js';
 import { WakeListener } from './wake.js';
 
 /** Limits as enforced by the scripts (lua/includes/arena.lua); checked here first too. */
@@ -53,6 +55,11 @@ export interface Lease {
   expiresAt: number;
   /** When the scheduler served it: ms since the epoch with µs fraction, Redis's clock. */
   readonly servedAt: number;
+  /**
+   * The same moment on this process's performance.now() clock (see
+   * RedisClock). Lets a client act at a fixed offset from its slot.
+   */
+  readonly localServedAt: number;
 }
 
 export type DequeueResult =
@@ -196,6 +203,8 @@ export class FairQueue {
   readonly prefix: string;
   readonly leaseMs: number;
   readonly counters: QueueClientCounters = { dequeues: 0, emptyDequeues: 0, leases: 0, wakeups: 0 };
+  /** Redis's clock as seen from this process (for acting at a fixed offset from a slot). */
+  readonly clock = new RedisClock();
   private readonly scripts: ScriptRunner;
   private blocker: Redis | Cluster | undefined;
   private readonly ownsBlocker: boolean;
@@ -333,12 +342,13 @@ export class FairQueue {
 
   private async dequeueBatch(arena: string, leaseMs: number, woken: boolean, count: number): Promise<DequeueResult[]> {
     const base = randomBytes(12).toString('base64url');
-    const sentAt = performance.now();
     // Pass back a queue the script promised this client (see lua/dequeue.lua).
     const promised = this.promises.get(arena)?.shift() ?? '';
+    const sentAt = performance.now();
     const r = (await this.run('dequeue', arena, [base, leaseMs, woken ? '1' : '0', count, promised])) as unknown[];
-    // Redis read its clock somewhere between send and reply: take the middle.
-    const redisNowLocal = (sentAt + performance.now()) / 2;
+    const head = r[0] as [number, string, string];
+    this.clock.sample(num(head[2]) / 1000, sentAt, performance.now());
+    const redisNowLocal = this.clock.toLocal(num(head[2]) / 1000);
     this.counters.dequeues++;
     const results: DequeueResult[] = [];
     for (const raw of r.slice(1) as unknown[][]) {
@@ -351,13 +361,14 @@ export class FairQueue {
           attempt: num(raw[3]),
           expiresAt: num(raw[4]),
           servedAt: num(raw[5]) / 1000,
+          localServedAt: this.clock.toLocal(num(raw[5]) / 1000),
         },
         waitMs: 0,
       });
     }
     this.counters.leases += results.length;
     if (results.length === 0) this.counters.emptyDequeues++;
-    const [waitUs, nextPromised] = r[0] as [number, string];
+    const [waitUs, nextPromised] = head;
     const waitMs = waitUs < 0 ? null : waitUs / 1000;
     // The script's word on when the next call may find work, and which
     // queue it promised this client meanwhile (see take() and lua/dequeue.lua).
@@ -578,25 +589,3 @@ function outcome(r: unknown): LeaseOutcome {
   return num(r) === 1 ? 'ok' : 'stale';
 }
 
-/**
- * Sleeps at least `ms`. Node's timers are millisecond-grained and measured
- * from a cached loop time, so they often fire early (by up to ~1 ms, seen in
- * most short sleeps here): a worker that wakes before its slot spends an
- * empty dequeue. This re-arms until the deadline has really passed.
- */
-async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const left = deadline - performance.now();
-    if (left <= 0 || signal?.aborted) return;
-    await new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(t);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const t = setTimeout(done, left);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-  }
-}

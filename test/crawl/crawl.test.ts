@@ -1,0 +1,249 @@
+/**
+ * End-to-end crawls of a fixture web on 127.0.0.1 with real redis-servers.
+ * Judged from the fixture servers' own request log.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { kickoff } from '../../src/crawl/kickoff.js';
+import { JsonlWriter, type PageRecord } from '../../src/crawl/output.js';
+import { validateSeed, type Seed } from '../../src/crawl/seed.js';
+import { CrawlWorker } from '../../src/crawl/worker.js';
+import { crawlStatus } from '../../src/crawl/status.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
+
+let server: RedisServer;
+let redis: Redis;
+let web: FixtureWeb;
+let dir: string;
+/** Tolerance for the fixture server's own clock and event loop, ms. */
+const CLOCK_MS = 5;
+
+before(async () => {
+  server = await startRedis();
+  redis = server.client();
+  dir = await mkdtemp(join(tmpdir(), 'weir-crawl-'));
+  web = new FixtureWeb();
+  const outside = await web.site('X', { '/': html('<a href="/deeper">outside</a>') });
+  const slowEnds: number[] = [];
+  const c = await web.site('C', {
+    '/': html('<a href="/slow">slow</a>'),
+    '/slow': async (_req, res) => {
+      await new Promise((r) => setTimeout(r, 1500));
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html('slow page'));
+      slowEnds.push(performance.now());
+    },
+  });
+  (web as unknown as { slowEnds: number[] }).slowEnds = slowEnds;
+  const b = await web.site('B', {
+    '/robots.txt': 'User-agent: *\nCrawl-delay: 0.2\n',
+    '/': html('<a href="/limited">l</a> <a href="/flaky">f</a> <a href="/landing">land</a>'),
+    '/limited': (_req, res, { count }) => {
+      if (count === 1) {
+        res.writeHead(429, { 'retry-after': '1', 'content-type': 'text/plain' });
+        res.end('slow down');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html('ok now'));
+    },
+    '/flaky': (_req, res, { count }) => {
+      res.writeHead(count === 1 ? 503 : 200, { 'content-type': 'text/html' });
+      res.end(html(count === 1 ? 'down' : 'up'));
+    },
+    '/landing': html('landing'),
+  });
+  await web.site('A', {
+    '/robots.txt': 'User-agent: *\nDisallow: /\n\nUser-agent: weir\nDisallow: /secret\nAllow: /secret/open\n',
+    '/': html(`
+      <a href="/a">a</a> <a href="./b">b</a> <a href="/c#frag">c</a> <a href="/c">c again</a>
+      <a href="/dir/sub/">sub</a> <a href="/secret/x">secret</a> <a href="/secret/open">open</a>
+      <a href="mailto:x@example.org">mail</a> <a href="javascript:void(0)">js</a> <a href="tel:123">tel</a>
+      <a href="${b.origin}/">B</a> <a href="${outside.origin}/">outside</a> <a href="${c.origin}/">C</a>
+      <a href="/redir1">r</a> <a href="/loop1">loop</a> <a href="/cal?d=0">calendar</a>
+      <a href="/file.pdf">pdf</a> <a href="/big">big</a> <a href="/malformed">bad html</a> <a href="/base/">base</a>
+      <a href="/notfound">404</a> <a rel="nofollow" href="/nofollowed">nf</a> <a href="http://[bad">broken</a>
+      <script>document.write('<a href="/in-script">')</script>
+      <textarea><a href="/in-textarea">t</a></textarea>
+      <!-- <a href="/in-comment">c</a> -->
+      <map><area href="/area" alt="x"></map>`),
+    '/a': html('<a href="/">home</a>'),
+    '/b': html('<a href="/">home</a>'),
+    '/c': html('<a href="/">home</a>'),
+    '/area': html('area'),
+    '/dir/sub/': html('<a href="../up">up</a>'),
+    '/dir/up': html('up'),
+    '/secret/open': html('open'),
+    '/redir1': (_req, res) => {
+      res.writeHead(301, { location: '/redir2' });
+      res.end();
+    },
+    '/redir2': (_req, res) => {
+      res.writeHead(302, { location: `${b.origin}/landing` });
+      res.end();
+    },
+    '/loop1': (_req, res) => {
+      res.writeHead(301, { location: '/loop2' });
+      res.end();
+    },
+    '/loop2': (_req, res) => {
+      res.writeHead(301, { location: '/loop1' });
+      res.end();
+    },
+    '/cal': (req, res) => {
+      const d = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('d'));
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html(`<a href="/cal?d=${d + 1}">next month</a>`));
+    },
+    '/file.pdf': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/pdf' });
+      res.end(Buffer.alloc(5000, 1));
+    },
+    '/big': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html(`${'<p>filler</p>'.repeat(200_000)}<a href="/after-limit">late</a>`));
+    },
+    '/malformed': "<html><body><a href='/a'>unclosed <div><p><a href=/m2>x</b></i><a href=\"/m3",
+    '/m2': html('m2'),
+    '/base/': html('<a href="x">x</a><base href="/b2/">'),
+    '/b2/x': html('via base'),
+  });
+});
+
+after(async () => {
+  await web.close();
+  await server.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function seedFor(arena: string, extra: Record<string, unknown> = {}): Seed {
+  const A = web.sites.get('A');
+  const B = web.sites.get('B');
+  const C = web.sites.get('C');
+  assert.ok(A && B && C);
+  return validateSeed({
+    arena,
+    rateLimits: { [A.key]: 20, [B.key]: 50, [C.key]: 10 },
+    start: [`${A.origin}/`, `${B.origin}/`, `${C.origin}/`],
+    maxDepth: 6,
+    maxBodyBytes: 1024 * 1024,
+    allowPrivateNetworks: true,
+    bloom: { expectedUrls: 10000, falsePositiveRate: 0.000001 },
+    ...extra,
+  });
+}
+
+describe('a crawl of the fixture web', () => {
+  let records: PageRecord[] = [];
+  let workerEnds: number[] = [];
+
+  before(async () => {
+    const seed = seedFor('fixture');
+    await kickoff(redis, seed);
+    const out = new JsonlWriter(join(dir, 'out.jsonl'), { truncate: true });
+    const workers = [0, 1].map(() => new CrawlWorker(redis, seed, { concurrency: 4, exitWhenDone: true, out, leaseMs: 600 }));
+    workerEnds = await Promise.all(workers.map(async (w) => {
+      await w.run();
+      return performance.now();
+    }));
+    await out.close();
+    records = (await readFile(join(dir, 'out.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
+  });
+
+  it('fetches every reachable in-scope page exactly once (retries excepted)', () => {
+    const expectA = ['/', '/a', '/b', '/c', '/area', '/dir/sub/', '/dir/up', '/secret/open', '/redir1', '/redir2', '/loop1', '/loop2', '/file.pdf', '/big', '/malformed', '/m2', '/base/', '/b2/x', '/notfound'];
+    for (const p of expectA) assert.equal(web.fetched('A', p), 1, `A ${p}`);
+    for (let d = 0; d <= 5; d++) assert.equal(web.fetched('A', `/cal?d=${d}`), 1, `calendar month ${d}`);
+    for (const p of ['/', '/landing']) assert.equal(web.fetched('B', p), 1, `B ${p}`);
+    assert.equal(web.fetched('B', '/limited'), 2, 'the 429 and its retry');
+    assert.equal(web.fetched('B', '/flaky'), 2, 'the 503 and its retry');
+    assert.equal(web.fetched('C', '/'), 1);
+    assert.equal(web.fetched('C', '/slow'), 1, 'a fetch that outlives its lease extends it: fetched once');
+  });
+
+  it('fetches nothing out of scope, disallowed, nofollowed or hidden in script/textarea/comments', () => {
+    assert.equal(web.of('X').length, 0, 'site outside the seed');
+    for (const p of ['/secret/x', '/nofollowed', '/in-script', '/in-textarea', '/in-comment', '/after-limit']) assert.equal(web.fetched('A', p), 0, p);
+    const secret = records.find((r) => r.url.endsWith('/secret/x'));
+    assert.equal(secret?.error, 'disallowed by robots.txt');
+  });
+
+  it('bounds the calendar trap by maxDepth', () => {
+    assert.equal(web.fetched('A', '/cal?d=6'), 0);
+  });
+
+  it('fetches robots.txt first on every origin', () => {
+    for (const site of ['A', 'B', 'C']) assert.equal(web.of(site)[0]?.path, '/robots.txt', site);
+  });
+
+  it('never hits a site faster than its rate or its Crawl-delay (robots.txt and redirects included)', () => {
+    const a0 = web.of('A')[0]?.at ?? 0;
+    const timelineA = web.of('A').map((r) => `${(r.at - a0).toFixed(1)} ${r.path}`).join('\n');
+    assert.ok(smallestGap(web.of('A')) >= 50 - CLOCK_MS, `A smallest gap ${smallestGap(web.of('A'))} ms, limit 50\n${timelineA}`);
+    const b0 = web.of('B')[0]?.at ?? 0;
+    const timelineB = web.of('B').map((r) => `${(r.at - b0).toFixed(1)} ${r.path}`).join('\n');
+    assert.ok(smallestGap(web.of('B')) >= 200 - CLOCK_MS, `B smallest gap ${smallestGap(web.of('B'))} ms, Crawl-delay 200\n${timelineB}`);
+    assert.ok(smallestGap(web.of('C')) >= 100 - CLOCK_MS, `C smallest gap ${smallestGap(web.of('C'))} ms, limit 100`);
+  });
+
+  it('honours Retry-After: the domain waits, and the URL comes back no sooner', () => {
+    const b = web.of('B');
+    const first429 = b.find((r) => r.path === '/limited');
+    assert.ok(first429);
+    const after429 = b.filter((r) => r.at > first429.at);
+    assert.ok(after429.length > 0);
+    for (const r of after429) assert.ok(r.at - first429.at >= 1000 - CLOCK_MS, `${r.path} ${Math.round(r.at - first429.at)} ms after the 429`);
+  });
+
+  it('records redirects as their own URLs, loops cut by dedupe, non-HTML and oversize bodies recorded', () => {
+    const r1 = records.find((r) => r.url.endsWith('/redir1'));
+    assert.equal(r1?.status, 301);
+    assert.ok(r1?.redirect?.endsWith('/redir2'));
+    const landing = records.find((r) => r.url.endsWith('/landing'));
+    assert.equal(landing?.status, 200);
+    const pdf = records.find((r) => r.url.endsWith('/file.pdf'));
+    assert.equal(pdf?.contentType, 'application/pdf');
+    assert.equal(pdf?.links, 0);
+    const big = records.find((r) => r.url.endsWith('/big'));
+    assert.match(big?.error ?? '', /truncated/);
+    assert.equal(big?.bytes, 1024 * 1024);
+    const nf = records.find((r) => r.url.endsWith('/notfound'));
+    assert.equal(nf?.status, 404);
+    const home = records.find((r) => r.url === `${web.sites.get('A')?.origin}/`);
+    assert.equal(home?.title, 'fixture');
+    assert.equal(home?.depth, 0);
+  });
+
+  it('writes one output line per finished URL', () => {
+    const urls = records.map((r) => r.url);
+    assert.equal(new Set(urls).size, urls.length, 'no URL twice');
+    assert.ok(urls.length >= 30);
+  });
+
+  it('exit-when-done waits for every worker\'s leases, not just its own queue view', () => {
+    const slowEnd = (web as unknown as { slowEnds: number[] }).slowEnds[0];
+    assert.ok(slowEnd !== undefined);
+    for (const end of workerEnds) assert.ok(end >= slowEnd, 'a worker exited while another still held the slow page');
+  });
+
+  it('reports per-domain status from Redis', async () => {
+    const s = await crawlStatus(redis, 'fixture');
+    assert.equal(s.drained, true);
+    const a = s.domains.find((d) => d.domain === web.sites.get('A')?.key);
+    assert.ok(a && a.pages >= 20);
+    assert.ok(a.robotsBlocked >= 1);
+    const b = s.domains.find((d) => d.domain === web.sites.get('B')?.key);
+    assert.ok(b && b.rateLimit !== 'unlimited' && b.rateLimit <= 5 + 1e-9, `B limit after Crawl-delay: ${String(b?.rateLimit)}`);
+    assert.ok(s.bloom && s.bloom.fill > 0);
+  });
+
+  it('a second kickoff enqueues nothing twice', async () => {
+    const r = await kickoff(redis, seedFor('fixture'));
+    assert.equal(r.enqueued, 0);
+  });
+});
