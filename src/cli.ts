@@ -32,6 +32,8 @@ options:
   --workers N        worker processes for crawl (default: CPU cores)
   --out FILE         one JSON line per URL (crawl truncates it, worker appends)
   --exit-when-done   exit when the arena is drained or maxPages is reached
+  --lease-ms N       how long a worker holds a URL before it goes back if the worker dies
+                     (default ${WORKER_DEFAULTS.leaseMs}; renewed while a fetch runs)
   --json             status as JSON
   --watch            status, refreshed every second
 
@@ -111,7 +113,7 @@ async function cmdKickoff(seedPath: string, url: string, log: Logger): Promise<n
   }
 }
 
-async function cmdWorker(seedPath: string, url: string, opts: { concurrency: number; out?: string; exitWhenDone: boolean }, log: Logger): Promise<number> {
+async function cmdWorker(seedPath: string, url: string, opts: { concurrency: number; out?: string; exitWhenDone: boolean; leaseMs: number }, log: Logger): Promise<number> {
   const local = await loadSeedFile(seedPath);
   const sig = trapSignals(log);
   const redis = await connectRedis(url, { onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting') });
@@ -119,7 +121,7 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
   const seed = await storedSeed(redis, local, log, sig.signal);
   const out = opts.out ? new JsonlWriter(opts.out) : undefined;
   try {
-    const worker = new CrawlWorker(redis, seed, { concurrency: opts.concurrency, exitWhenDone: opts.exitWhenDone, logger: log, signal: sig.signal, ...(out ? { out } : {}) });
+    const worker = new CrawlWorker(redis, seed, { concurrency: opts.concurrency, leaseMs: opts.leaseMs, exitWhenDone: opts.exitWhenDone, logger: log, signal: sig.signal, ...(out ? { out } : {}) });
     const summary = await worker.run();
     log.info({ ...summary }, 'worker finished');
   } finally {
@@ -209,6 +211,7 @@ export async function main(argv: string[]): Promise<number> {
         workers: { type: 'string' },
         out: { type: 'string' },
         'exit-when-done': { type: 'boolean', default: false },
+        'lease-ms': { type: 'string' },
         json: { type: 'boolean', default: false },
         watch: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -226,7 +229,17 @@ export async function main(argv: string[]): Promise<number> {
       case 'kickoff':
         return await cmdKickoff(seedPath, url, log);
       case 'worker':
-        return await cmdWorker(seedPath, url, { concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency), ...(values.out ? { out: values.out } : {}), exitWhenDone: values['exit-when-done'] }, log);
+        return await cmdWorker(
+          seedPath,
+          url,
+          {
+            concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
+            leaseMs: positiveInt('lease-ms', values['lease-ms'], WORKER_DEFAULTS.leaseMs),
+            ...(values.out ? { out: values.out } : {}),
+            exitWhenDone: values['exit-when-done'],
+          },
+          log,
+        );
       case 'crawl':
         return await cmdCrawl(seedPath, url, { workers: positiveInt('workers', values.workers, availableParallelism()), ...(values.out ? { out: values.out } : {}) }, log);
       case 'status':

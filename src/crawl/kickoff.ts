@@ -3,7 +3,7 @@ import { FairQueue } from '../queue/index.js';
 import { bloomParams, bloomPositions } from './bloom.js';
 import { crawlKeys, encodeItem } from './keys.js';
 import { Scope } from './scope.js';
-import type { Seed } from './seed.js';
+import { storableSeed, type Seed } from './seed.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now. */
@@ -19,7 +19,7 @@ export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new Fa
   const bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
   // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
   await queue.configureDedupe(seed.arena, bloom);
-  await redis.set(keys.seed, JSON.stringify(seed));
+  await redis.set(keys.seed, JSON.stringify(storableSeed(seed)));
   // When the crawl started, by Redis's clock (for achieved rates in status).
   const [sec, usec] = await redis.time();
   await redis.hsetnx(keys.stats, '*:startedAt', String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000)));

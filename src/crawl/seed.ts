@@ -172,6 +172,12 @@ export function validateSeed(data: unknown): Seed {
   };
 }
 
+/** The seed as stored in the arena: its fields without the derived ones (validateSeed reads it back). */
+export function storableSeed(seed: Seed): Record<string, unknown> {
+  const { productToken: _derived, ...fields } = seed;
+  return fields;
+}
+
 /** Parses seed text: JSON when it looks like JSON, else YAML. */
 export function parseSeedText(text: string, name = 'seed'): Seed {
   let data: unknown;

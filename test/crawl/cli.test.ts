@@ -1,0 +1,177 @@
+/**
+ * The weir command as a user runs it: worker processes, signals, exit codes.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { FairQueue } from '../../src/queue/index.js';
+import { crawl } from '../../src/index.js';
+import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
+import { FixtureWeb, html } from '../helpers/web.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+let server: RedisServer;
+let redis: Redis;
+let web: FixtureWeb;
+let dir: string;
+const PAGES = 60;
+
+before(async () => {
+  server = await startRedis();
+  redis = server.client();
+  dir = await mkdtemp(join(tmpdir(), 'weir-cli-'));
+  web = new FixtureWeb();
+  // A tree of PAGES pages, each answering after 30 ms.
+  await web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, async (req, res) => {
+    const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
+    await new Promise((r) => setTimeout(r, 30));
+    if (n < 0 || n >= PAGES) {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end(html('no'));
+      return;
+    }
+    const kids = [2 * n + 1, 2 * n + 2].filter((k) => k < PAGES).map((k) => `<a href="/p/${k}">${k}</a>`);
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html(kids.join(' ')));
+  });
+});
+
+after(async () => {
+  await web.close();
+  await server.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function weir(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, WEIR_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = weir(args, env);
+  let stdout = '';
+  let stderr = '';
+  p.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((r) => p.on('exit', (c) => r(c)));
+  return { code, stdout, stderr };
+}
+
+async function writeSeed(arena: string): Promise<string> {
+  const T = web.sites.get('T');
+  assert.ok(T);
+  const path = join(dir, `${arena}.yaml`);
+  await writeFile(path, `arena: ${arena}\nrateLimits:\n  "${T.key}": 40\nstart:\n  - ${T.origin}/\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 4\n`);
+  return path;
+}
+
+const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
+
+describe('weir CLI', () => {
+  it('three worker processes, one SIGKILLed mid-crawl: the crawl completes with every page fetched', async () => {
+    const seed = await writeSeed('killtest');
+    const out = join(dir, 'kill.jsonl');
+    const redisArgs = ['--redis', server.url];
+    assert.equal((await run(['kickoff', seed, ...redisArgs])).code, 0);
+    const workers = [0, 1, 2].map(() => weir(['worker', seed, ...redisArgs, '--exit-when-done', '--lease-ms', '1500', '--concurrency', '2', '--out', out]));
+    // Kill one once the crawl is under way.
+    const deadline = Date.now() + 20_000;
+    while (web.of('T').length < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    workers[0]?.kill('SIGKILL');
+    const codes = await Promise.all(workers.map(exited));
+    assert.equal(codes[1], 0);
+    assert.equal(codes[2], 0);
+    for (let n = 0; n < PAGES; n++) assert.ok(web.fetched('T', n === 0 ? '/' : `/p/${n}`) >= 1, `page ${n} fetched`);
+    const q = new FairQueue(redis);
+    const s = await q.stats('killtest');
+    await q.close();
+    assert.deepEqual([s.queued, s.leased, s.delayed, s.dead], [0, 0, 0, 0]);
+    // Fetched more than once only if its lease was in flight at the kill: at most the killed worker's concurrency.
+    const paths = web.of('T').map((r) => r.path);
+    const repeats = paths.length - new Set(paths).size;
+    assert.ok(repeats <= 2, `${repeats} pages fetched twice`);
+    const lines = (await readFile(out, 'utf8')).trim().split('\n');
+    assert.ok(lines.length >= PAGES - 2, `${lines.length} output lines`);
+  });
+
+  it('SIGTERM hands the leases back and exits 143', async () => {
+    const seed = await writeSeed('termtest');
+    const redisArgs = ['--redis', server.url];
+    assert.equal((await run(['kickoff', seed, ...redisArgs])).code, 0);
+    const before = web.of('T').length;
+    const w = weir(['worker', seed, ...redisArgs, '--concurrency', '4']);
+    const deadline = Date.now() + 20_000;
+    while (web.of('T').length < before + 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    w.kill('SIGTERM');
+    assert.equal(await exited(w), 143);
+    const q = new FairQueue(redis);
+    const s = await q.stats('termtest');
+    await q.close();
+    assert.equal(s.leased, 0, 'no lease left behind');
+    assert.ok(s.queued > 0, 'the rest is still queued for the next worker');
+  });
+
+  it('exit codes: 2 for a bad seed file (one readable line naming the field), 2 for bad usage, 3 for an unreachable Redis', async () => {
+    const bad = join(dir, 'bad.yaml');
+    await writeFile(bad, 'arena: ok\nrateLimits:\n  a.com: -1\nstart: [http://a.com/]\n');
+    const r1 = await run(['kickoff', bad, '--redis', server.url]);
+    assert.equal(r1.code, 2);
+    assert.equal(r1.stderr.trim().split('\n').length, 1);
+    assert.match(r1.stderr, /rateLimits\.a\.com/);
+    const r2 = await run(['frobnicate', bad]);
+    assert.equal(r2.code, 2);
+    const r3 = await run(['kickoff', await writeSeed('nowhere'), '--redis', `redis://127.0.0.1:${await freePort()}`]);
+    assert.equal(r3.code, 3);
+    assert.match(r3.stderr, /cannot reach Redis/);
+    assert.equal(r3.stderr.trim().split('\n').length, 1);
+    const r4 = await run(['status', await writeSeed('termtest'), '--json', '--redis', server.url]);
+    assert.equal(r4.code, 0);
+    assert.equal((JSON.parse(r4.stdout) as { arena: string }).arena, 'termtest');
+  });
+
+  it('weir crawl: kickoff, worker processes, a summary; run again on a drained arena, it says so', async () => {
+    const seed = await writeSeed('crawlcmd');
+    const out = join(dir, 'crawl.jsonl');
+    const r = await run(['crawl', seed, '--workers', '2', '--out', out, '--redis', server.url]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /crawl of crawlcmd finished/);
+    assert.match(r.stdout, new RegExp(`total: ${PAGES} pages`));
+    const lines = (await readFile(out, 'utf8')).trim().split('\n');
+    assert.equal(lines.length, PAGES);
+    const again = await run(['crawl', seed, '--workers', '2', '--redis', server.url]);
+    assert.equal(again.code, 0);
+    assert.match(again.stdout, /already drained/);
+  });
+
+  it('the programmatic API: crawl() with an onPage hook that reads the page with cheerio and adds URLs', async () => {
+    const T = web.sites.get('T');
+    assert.ok(T);
+    const h1s: string[] = [];
+    const result = await crawl(
+      { arena: 'apitest', rateLimits: { [T.key]: 'unlimited' }, start: [`${T.origin}/`], allowPrivateNetworks: true, maxDepth: 2 },
+      {
+        redis: server.url,
+        workers: 2,
+        concurrency: 2,
+        onPage: async ({ url, $ }) => {
+          const doc = await $();
+          h1s.push(doc('title').text());
+          return url.endsWith('/') ? ['/p/999'] : [];
+        },
+      },
+    );
+    assert.equal(result.kickoff.enqueued, 1);
+    // depth 0..2 of the tree: 1 + 2 + 4 pages, plus the hook's extra URL (a 404, not a page with a title)
+    assert.equal(result.status.totals.pages, 8);
+    assert.equal(h1s.length, 7);
+    assert.ok(h1s.every((t) => t === 'fixture'));
+    assert.equal(web.fetched('T', '/p/999'), 1);
+  });
+});
