@@ -26,6 +26,29 @@ const DROPPED_SCHEMES = /^\s*(mailto|javascript|tel|data|about|blob|file|ftp|sms
  * <base href>, which may come after them.
  */
 export function extractLinks(html: string, productToken = 'weir'): PageLinks {
+  const run = linkParser(productToken);
+  run.parser.write(html);
+  return run.finish();
+}
+
+/** Bytes parsed per turn of the event loop by extractLinksAsync. */
+export const PARSE_SLICE = 64 * 1024;
+
+/**
+ * The same, in slices of PARSE_SLICE characters with the event loop let in
+ * between, so a megabyte page does not stall a worker's other fetches (nor
+ * delay the send time of their slots) for the whole parse.
+ */
+export async function extractLinksAsync(html: string, productToken = 'weir'): Promise<PageLinks> {
+  const run = linkParser(productToken);
+  for (let i = 0; i < html.length; i += PARSE_SLICE) {
+    run.parser.write(html.slice(i, i + PARSE_SLICE));
+    if (i + PARSE_SLICE < html.length) await new Promise((r) => setImmediate(r));
+  }
+  return run.finish();
+}
+
+function linkParser(productToken: string): { parser: Parser; finish: () => PageLinks } {
   const out: PageLinks = { hrefs: [], nofollowHrefs: [], base: null, title: null, metaNofollow: false };
   let inTitle = false;
   let titleText = '';
@@ -62,10 +85,14 @@ export function extractLinks(html: string, productToken = 'weir'): PageLinks {
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
   );
-  parser.write(html);
-  parser.end();
-  if (inTitle) out.title = titleText.replace(/\s+/g, ' ').trim().slice(0, 1000);
-  return out;
+  return {
+    parser,
+    finish: () => {
+      parser.end();
+      if (inTitle) out.title = titleText.replace(/\s+/g, ' ').trim().slice(0, 1000);
+      return out;
+    },
+  };
 }
 
 const DIRECTIVES_WITH_VALUES = /^(unavailable_after|max-snippet|max-image-preview|max-video-preview)$/i;

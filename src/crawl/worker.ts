@@ -6,7 +6,7 @@ import { FairQueue, sleepUntil, type Lease } from '../queue/index.js';
 import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
 import { decodeBody, FetchError, Fetcher, isHtml, type FetchResult } from './fetch.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
-import { extractLinks, headerNofollow } from './links.js';
+import { extractLinksAsync, headerNofollow } from './links.js';
 import type { LookupFunction } from './netguard.js';
 import { normalizeUrl } from './normalize.js';
 import type { JsonlWriter, PageRecord } from './output.js';
@@ -333,7 +333,7 @@ export class CrawlWorker {
 
   /** Reads a page's links (and the onPage hook's), scopes, dedupes and enqueues them: one queue call per domain. */
   private async followLinks(item: CrawlItem, domain: string, res: FetchResult, text: string): Promise<{ links: number; enqueued: number; title: string | null; error: string | null }> {
-    const page = extractLinks(text, this.seed.productToken);
+    const page = await extractLinksAsync(text, this.seed.productToken);
     const nofollow = this.seed.respectNofollow && (page.metaNofollow || headerNofollow(res.headers['x-robots-tag'], this.seed.productToken));
     let base: string = item.u;
     if (page.base !== null) base = normalizeUrl(page.base, item.u) ?? item.u;
