@@ -19,7 +19,8 @@
   allowed time, so a batch is as fair and as polite as single calls.
 
   Returns {{waitUs, promised, nowUs}, lease, lease, ...}, each lease {token,
-  queue, item, attempt, expiresAtMs, servedAtUs}; nowUs is Redis's clock. waitUs tells the caller when its
+  queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
+  Redis's clock, intervalUs the queue's interval (0 = unlimited). waitUs tells the caller when its
   next call may find work: 0 when more is ready now, else how long until
   something may become ready (a rate slot, a retry, a lease expiry), or -1
   when nothing will without a new enqueue/commit/unhold (block on the wake
@@ -198,7 +199,7 @@ for _ = 1, count + POP_TRIES do
         st.c = st.c - 1
       end
       st.nx = now + whole
-      leases[#leases + 1] = { token, st.name, item, attempt, expires_ms, now_s }
+      leases[#leases + 1] = { token, st.name, item, attempt, expires_ms, now_s, string.format('%.3f', st.iv) }
     end
     -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
     -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.

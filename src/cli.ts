@@ -23,7 +23,7 @@ const USAGE = `weir — a polite, horizontally scalable web crawler
 usage:
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
   weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done]
-  weir crawl SEED [--workers N] [--out FILE.jsonl]
+  weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl]
   weir status SEED [--json] [--watch]
 
 options:
@@ -123,7 +123,8 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
   try {
     const worker = new CrawlWorker(redis, seed, { concurrency: opts.concurrency, leaseMs: opts.leaseMs, exitWhenDone: opts.exitWhenDone, logger: log, signal: sig.signal, ...(out ? { out } : {}) });
     const summary = await worker.run();
-    log.info({ ...summary }, 'worker finished');
+    const cpu = process.cpuUsage();
+    log.info({ ...summary, cpuUserMs: Math.round(cpu.user / 1000), cpuSystemMs: Math.round(cpu.system / 1000) }, 'worker finished');
   } finally {
     await out?.close();
     redis.disconnect();
@@ -131,7 +132,7 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
   return sig.exitCode() ?? EXIT.ok;
 }
 
-async function cmdCrawl(seedPath: string, url: string, opts: { workers: number; out?: string }, log: Logger): Promise<number> {
+async function cmdCrawl(seedPath: string, url: string, opts: { workers: number; concurrency: number; out?: string }, log: Logger): Promise<number> {
   const seed = await loadSeedFile(seedPath);
   const redis = await connectRedis(url);
   const queue = new FairQueue(redis);
@@ -145,7 +146,7 @@ async function cmdCrawl(seedPath: string, url: string, opts: { workers: number; 
       return EXIT.ok;
     }
     if (opts.out) await new JsonlWriter(opts.out, { truncate: true }).close();
-    const args = ['worker', seedPath, '--exit-when-done', '--redis', url, ...(opts.out ? ['--out', opts.out] : [])];
+    const args = ['worker', seedPath, '--exit-when-done', '--redis', url, '--concurrency', String(opts.concurrency), ...(opts.out ? ['--out', opts.out] : [])];
     const children = Array.from({ length: opts.workers }, () =>
       spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], { stdio: ['ignore', 'inherit', 'inherit'] }),
     );
@@ -241,7 +242,16 @@ export async function main(argv: string[]): Promise<number> {
           log,
         );
       case 'crawl':
-        return await cmdCrawl(seedPath, url, { workers: positiveInt('workers', values.workers, availableParallelism()), ...(values.out ? { out: values.out } : {}) }, log);
+        return await cmdCrawl(
+          seedPath,
+          url,
+          {
+            workers: positiveInt('workers', values.workers, availableParallelism()),
+            concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
+            ...(values.out ? { out: values.out } : {}),
+          },
+          log,
+        );
       case 'status':
         return await cmdStatus(seedPath, url, { json: values.json, watch: values.watch });
       default:

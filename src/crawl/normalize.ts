@@ -23,6 +23,11 @@ function normalizeEscapes(s: string): string {
  * Returns null for anything else (never throws); idempotent.
  */
 export function normalizeUrl(input: string, base?: string | URL): string | null {
+  return normalizeToUrl(input, base)?.href ?? null;
+}
+
+/** normalizeUrl, returning the parsed URL (its href is the normal form) so callers need not parse it again. */
+export function normalizeToUrl(input: string, base?: string | URL): URL | null {
   if (typeof input !== 'string' || input.length > MAX_URL_LENGTH) return null;
   let u: URL;
   try {
@@ -32,18 +37,22 @@ export function normalizeUrl(input: string, base?: string | URL): string | null 
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
   if (u.hostname === '') return null;
-  u.hash = '';
-  u.username = '';
-  u.password = '';
-  u.pathname = normalizeEscapes(u.pathname);
-  if (u.search !== '') u.search = normalizeEscapes(u.search);
-  const out = u.href;
-  if (out.length > MAX_URL_LENGTH) return null;
-  // One more pass settles what the setters re-encoded, so the result is a fixed point.
-  const again = new URL(out);
-  again.pathname = normalizeEscapes(again.pathname);
-  if (again.search !== '') again.search = normalizeEscapes(again.search);
-  return again.href;
+  // (An empty fragment, "x#", reads as hash '' but still shows in href.)
+  if (u.hash !== '' || u.href.endsWith('#')) u.hash = '';
+  if (u.username !== '' || u.password !== '') {
+    u.username = '';
+    u.password = '';
+  }
+  if (u.pathname.includes('%') || u.search.includes('%')) {
+    u.pathname = normalizeEscapes(u.pathname);
+    if (u.search !== '') u.search = normalizeEscapes(u.search);
+    // One more pass settles what the setters re-encoded, so the result is a fixed point.
+    u = new URL(u.href);
+    u.pathname = normalizeEscapes(u.pathname);
+    if (u.search !== '') u.search = normalizeEscapes(u.search);
+  }
+  if (u.href.length > MAX_URL_LENGTH) return null;
+  return u;
 }
 
 /** The origin robots.txt belongs to: scheme, host and port. */

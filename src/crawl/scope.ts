@@ -25,9 +25,9 @@ export class Scope {
     return this.matcher.match(new URL(url))?.key ?? null;
   }
 
-  /** `url` must already be normalized. */
-  decide(url: string): ScopeDecision {
-    const key = this.matcher.match(new URL(url));
+  /** `url` must already be normalized (pass the parsed URL when you have it). */
+  decide(url: string, parsed: URL = new URL(url)): ScopeDecision {
+    const key = this.matcher.match(parsed);
     if (!key) return { ok: false, reason: 'out-of-scope' };
     if (this.exclude.some((r) => r.test(url))) return { ok: false, reason: 'excluded' };
     if (this.include.length > 0 && !this.include.some((r) => r.test(url))) return { ok: false, reason: 'not-included' };

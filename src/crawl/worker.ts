@@ -8,7 +8,7 @@ import { decodeBody, FetchError, Fetcher, isHtml, type FetchResult } from './fet
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
 import { extractLinksAsync, headerNofollow } from './links.js';
 import type { LookupFunction } from './netguard.js';
-import { normalizeUrl } from './normalize.js';
+import { normalizeToUrl, normalizeUrl } from './normalize.js';
 import type { JsonlWriter, PageRecord } from './output.js';
 import { ROBOTS, RobotsCache, robotsRetryMs, type RobotsState } from './robots-cache.js';
 import { parseRobots, ROBOTS_MAX_BYTES } from './robots.js';
@@ -353,22 +353,22 @@ export class CrawlWorker {
         error = `onPage hook failed: ${(err as Error).message}`;
       }
     }
-    const seen = new Set<string>();
+    const seen = new Map<string, URL>();
     const byDomain = new Map<string, string[]>();
+    const baseUrl = new URL(base);
     for (const href of hrefs) {
-      const n = normalizeUrl(href, base);
-      if (!n) {
+      const u = normalizeToUrl(href, baseUrl);
+      if (!u) {
         this.summary.malformedUrls++;
         this.counters.add(domain, 'malformed');
         continue;
       }
-      if (seen.has(n)) continue;
-      seen.add(n);
+      if (!seen.has(u.href)) seen.set(u.href, u);
     }
     const depth = item.d + 1;
     if (this.seed.maxDepth === null || depth <= this.seed.maxDepth) {
-      for (const n of seen) {
-        const d = this.scope.decide(n);
+      for (const [n, u] of seen) {
+        const d = this.scope.decide(n, u);
         if (!d.ok) continue;
         const list = byDomain.get(d.domain) ?? [];
         list.push(n);
@@ -452,11 +452,36 @@ export class CrawlWorker {
     }
   }
 
-  /** Waits for the slot's send time; false (and the lease handed back) when it has passed by more than the slack. */
+  /**
+   * Waits for the slot's send time. On time (within sendSlackMs): go. Late
+   * (the event loop was busy): the request may still go if the domain's next
+   * slot can be pushed out by the lateness first, so the gap after it is
+   * whole; otherwise (no time left before the next slot) the lease is handed
+   * back unused. Unlimited domains have no gaps to keep: no wait.
+   */
   private async holdToSlot(lease: Lease): Promise<boolean> {
+    if (lease.intervalMs === 0) return true;
     const sendAt = lease.localServedAt + WORKER_DEFAULTS.sendDelayMs;
     await sleepUntil(sendAt, this.fetchAbort.signal);
-    if (!this.fetchAbort.signal.aborted && performance.now() - sendAt <= WORKER_DEFAULTS.sendSlackMs) return true;
+    if (this.fetchAbort.signal.aborted) {
+      await this.handBack(lease);
+      return false;
+    }
+    const late = performance.now() - sendAt;
+    if (late <= WORKER_DEFAULTS.sendSlackMs) return true;
+    // Push the domain's next slot out by the lateness (plus what the pause call
+    // itself may add), while that slot is still ahead; then send.
+    const cover = late + 5;
+    if (lease.intervalMs - WORKER_DEFAULTS.sendDelayMs - cover > 0) {
+      const clock = this.queue.clock;
+      const pauseUntilRedis = lease.servedAt + cover + lease.intervalMs + 1;
+      await this.queue.pause(this.seed.arena, lease.queue, Math.max(0, Math.ceil(pauseUntilRedis - clock.toRedis(performance.now()))));
+      const now = performance.now();
+      if (now - sendAt <= cover && clock.toRedis(now) < lease.servedAt + lease.intervalMs) {
+        this.counters.add(lease.queue, 'lateSends');
+        return true;
+      }
+    }
     this.counters.add(lease.queue, 'lateSlots');
     await this.handBack(lease);
     return false;

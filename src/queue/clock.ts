@@ -30,6 +30,11 @@ export class RedisClock {
     return this.offset === null ? performance.now() : redisMs - this.offset;
   }
 
+  /** A performance.now() time on Redis's clock (ms since the epoch). */
+  toRedis(localMs: number): number {
+    return this.offset === null ? Date.now() : localMs + this.offset;
+  }
+
   /** Half the round trip of the sample in use: the estimate's error bound, ms. */
   get uncertaintyMs(): number {
     return this.bestRtt / 2;

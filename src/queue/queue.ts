@@ -60,6 +60,8 @@ export interface Lease {
    * RedisClock). Lets a client act at a fixed offset from its slot.
    */
   readonly localServedAt: number;
+  /** The queue's interval between serves when this was served, ms (0 = unlimited). */
+  readonly intervalMs: number;
 }
 
 export type DequeueResult =
@@ -362,6 +364,7 @@ export class FairQueue {
           expiresAt: num(raw[4]),
           servedAt: num(raw[5]) / 1000,
           localServedAt: this.clock.toLocal(num(raw[5]) / 1000),
+          intervalMs: num(raw[6]) / 1000,
         },
         waitMs: 0,
       });

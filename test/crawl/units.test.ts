@@ -104,6 +104,8 @@ describe('URL normalisation', () => {
       ['HTTP://Example.COM:80/a/./b/../c?%7euser=%41&b=2#frag', 'http://example.com/a/c?~user=A&b=2'],
       ['https://user:pw@bücher.de/%e2%82%ac/', 'https://xn--bcher-kva.de/%E2%82%AC/'],
       ['http://a.com', 'http://a.com/'],
+      ['http://a.com/x#', 'http://a.com/x'],
+      ['http://a.com/x?#', 'http://a.com/x?'],
       ['https://a.com:443/x?b=2&a=1', 'https://a.com/x?b=2&a=1'],
       ['mailto:x@y', null],
       ['javascript:alert(1)', null],

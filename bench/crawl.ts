@@ -1,0 +1,205 @@
+/**
+ * npm run bench:crawl — crawl throughput on a local corpus of real HTML,
+ * side by side in one run:
+ *   - weir: `weir crawl` with its worker processes against a private
+ *     redis-server, rate limits out of the way ("unlimited"), robots.txt,
+ *     dedupe and politeness machinery on;
+ *   - wget -r, one process per origin, in parallel;
+ *   - Crawlee's CheerioCrawler (in its own process);
+ *   - the bare link-extraction ceiling: parse + extract, no network, one core
+ *     (weir's streaming htmlparser2 pass, and cheerio's load + select).
+ * Pages/s is HTML pages fetched with 200 over the time from the first request
+ * to the last, as the corpus servers saw them.
+ * Corpus: Debian's python3-doc (apt-get install python3-doc), served under
+ * BENCH_ORIGINS origins (default 4). Env: BENCH_WORKERS (weir worker
+ * processes, default 2), BENCH_CONCURRENCY (per worker / Crawlee, default 32).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import * as cheerio from 'cheerio';
+import { Redis } from 'ioredis';
+import { extractLinks } from '../src/crawl/links.js';
+import { normalizeUrl } from '../src/crawl/normalize.js';
+import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
+import { startRedis } from '../test/helpers/redis.js';
+
+const ORIGINS = Number(process.env.BENCH_ORIGINS ?? 4);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const ROOT = new URL('../', import.meta.url).pathname;
+
+const root = findCorpus();
+if (!root) {
+  process.stderr.write('bench:crawl needs the python3-doc corpus: apt-get install python3-doc (Debian/Ubuntu)\n');
+  process.exit(2);
+}
+
+const rows: [string, string, string][] = [];
+const out = (name: string, value: string, note = ''): void => {
+  rows.push([name, value, note]);
+  console.log(`${name.padEnd(58)} ${value.padStart(12)}  ${note}`);
+};
+
+/** HTML pages reachable by a[href]/area[href] links from index.html, as paths. */
+async function reachable(): Promise<Set<string>> {
+  const seen = new Set<string>(['/index.html']);
+  const todo = ['/index.html'];
+  while (todo.length > 0) {
+    const path = todo.pop() as string;
+    let text: string;
+    try {
+      text = await readFile(join(root as string, path), 'utf8');
+    } catch {
+      seen.delete(path);
+      continue;
+    }
+    const page = extractLinks(text);
+    const base = page.base ? (normalizeUrl(page.base, `http://x${path}`) ?? `http://x${path}`) : `http://x${path}`;
+    for (const href of page.hrefs) {
+      const n = normalizeUrl(href, base);
+      if (!n) continue;
+      const u = new URL(n);
+      if (u.host !== 'x' || !u.pathname.endsWith('.html')) continue;
+      const p = decodeURIComponent(u.pathname);
+      if (!seen.has(p)) {
+        seen.add(p);
+        todo.push(p);
+      }
+    }
+  }
+  return seen;
+}
+
+function span(log: CorpusServers['log']): number {
+  const t = log.map((r) => r.at);
+  return (Math.max(...t) - Math.min(...t)) / 1000;
+}
+
+const htmlPages = (log: CorpusServers['log']): CorpusServers['log'] => log.filter((r) => r.status === 200 && r.path.endsWith('.html'));
+
+function runProcess(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const want = await reachable();
+const servers = await serveCorpus(root, ORIGINS);
+console.log(`corpus ${root}: ${want.size} pages reachable from index.html, served under ${ORIGINS} origins (${want.size * ORIGINS} pages)`);
+const tmp = await mkdtemp(join(tmpdir(), 'weir-bench-'));
+
+// weir.
+const redisServer = await startRedis();
+const redis = new Redis({ port: redisServer.port, host: '127.0.0.1' });
+const redisNumbers = async (): Promise<{ calls: number; cpu: number }> => {
+  const stats = await redis.info('commandstats');
+  const calls = [...stats.matchAll(/calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+  const cpu = await redis.info('cpu');
+  const c = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
+  return { calls, cpu: c('used_cpu_user') + c('used_cpu_sys') };
+};
+const seedPath = join(tmp, 'bench.yaml');
+await writeFile(
+  seedPath,
+  [
+    'arena: bench',
+    'rateLimits:',
+    ...servers.ports.map((p) => `  "127.0.0.1:${p}": unlimited`),
+    'start:',
+    ...servers.origins.map((o) => `  - ${o}/index.html`),
+    'allowPrivateNetworks: true',
+    `maxInFlightPerDomain: ${CONCURRENCY}`,
+    'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }',
+    '',
+  ].join('\n'),
+);
+await redis.config('RESETSTAT');
+servers.reset();
+const r0 = await redisNumbers();
+const weirRun = await runProcess(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'crawl', seedPath, '--workers', String(WORKERS), '--concurrency', String(CONCURRENCY), '--out', join(tmp, 'weir.jsonl'), '--redis', redisServer.url], { WEIR_LOG_LEVEL: 'info' });
+const r1 = await redisNumbers();
+if (weirRun.code !== 0) {
+  process.stderr.write(weirRun.stderr);
+  throw new Error(`weir crawl exited ${weirRun.code}`);
+}
+const weirLog = [...servers.log];
+const weirPages = htmlPages(weirLog);
+const weirSpan = span(weirLog);
+let workerCpuMs = 0;
+for (const line of weirRun.stderr.split('\n')) {
+  if (!line.includes('"worker finished"')) continue;
+  const j = JSON.parse(line) as { cpuUserMs: number; cpuSystemMs: number };
+  workerCpuMs += j.cpuUserMs + j.cpuSystemMs;
+}
+const links = (await readFile(join(tmp, 'weir.jsonl'), 'utf8'))
+  .trim()
+  .split('\n')
+  .reduce((a, l) => a + ((JSON.parse(l) as { links: number }).links ?? 0), 0);
+let missing = 0;
+for (let o = 0; o < ORIGINS; o++) {
+  const got = new Set(weirPages.filter((r) => r.origin === o).map((r) => r.path));
+  for (const p of want) if (!got.has(p)) missing++;
+}
+const weirRate = weirPages.length / weirSpan;
+out('weir: HTML pages fetched', String(weirPages.length), `${missing} reachable pages missed (target 0)`);
+out('weir: pages/s', weirRate.toFixed(1), `${WORKERS} worker processes × concurrency ${CONCURRENCY}, ${weirSpan.toFixed(2)} s first to last request`);
+out('weir: links/s through normalise+dedupe+enqueue', (links / weirSpan).toFixed(0), `${links} links found on pages`);
+out('weir: Redis calls per page', ((r1.calls - r0.calls) / weirPages.length).toFixed(2), 'INFO commandstats, scripts and plain commands');
+out('weir: Redis CPU per page (ms)', (((r1.cpu - r0.cpu) * 1000) / weirPages.length).toFixed(3), 'INFO cpu, main thread');
+out('weir: worker CPU per page (ms)', (workerCpuMs / weirPages.length).toFixed(2), 'process.cpuUsage of all workers');
+redis.disconnect();
+await redisServer.destroy();
+
+// wget -r, one process per origin, in parallel.
+servers.reset();
+const wgets = await Promise.all(
+  servers.origins.map((o, i) =>
+    runProcess('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', join(tmp, `wget${i}`), `${o}/index.html`]),
+  ),
+);
+const wgetPages = htmlPages(servers.log);
+const wgetRate = wgetPages.length / span(servers.log);
+out('wget -r (one process per origin): HTML pages fetched', String(wgetPages.length), `exit codes ${wgets.map((w) => w.code).join(',')}`);
+out('wget -r: pages/s', wgetRate.toFixed(1), `${span(servers.log).toFixed(2)} s`);
+
+// Crawlee.
+servers.reset();
+const crawlee = await runProcess(process.execPath, ['--import', 'tsx', 'bench/crawlee-run.ts', ...servers.origins.map((o) => `${o}/index.html`)], {
+  BENCH_CONCURRENCY: String(CONCURRENCY),
+  CRAWLEE_STORAGE_DIR: join(tmp, 'crawlee'),
+});
+const crawleePages = htmlPages(servers.log);
+const crawleeRate = crawleePages.length / span(servers.log);
+out('Crawlee CheerioCrawler: HTML pages fetched', String(crawleePages.length), `exit ${crawlee.code}, maxConcurrency ${CONCURRENCY}`);
+out('Crawlee CheerioCrawler: pages/s', crawleeRate.toFixed(1), `${span(servers.log).toFixed(2)} s`);
+
+// The ceiling: parse + extract only, one core.
+const files = [...want].map((p) => join(root, p));
+const bodies = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+let t = performance.now();
+let n = 0;
+for (const b of bodies) n += extractLinks(b).hrefs.length;
+const streamRate = bodies.length / ((performance.now() - t) / 1000);
+t = performance.now();
+let m = 0;
+for (const b of bodies) m += cheerio.load(b)('a[href], area[href]').length;
+const cheerioRate = bodies.length / ((performance.now() - t) / 1000);
+out('ceiling: htmlparser2 streaming link pass, one core (pages/s)', streamRate.toFixed(0), `${n} links in ${bodies.length} pages`);
+out('ceiling: cheerio.load + select, one core (pages/s)', cheerioRate.toFixed(0), `${m} links (cheerio's default parse5 path)`);
+
+out('weir / wget pages/s', (weirRate / wgetRate).toFixed(2), 'target ≥ 1');
+out('weir / Crawlee pages/s', (weirRate / crawleeRate).toFixed(2), 'target ≥ 5');
+
+console.log('\n| measure | value | note |\n| --- | ---: | --- |');
+for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
+console.log(`\nfiles: ${relative(ROOT, tmp)}`);
+await servers.close();
+await rm(tmp, { recursive: true, force: true });
+process.exit(0);
