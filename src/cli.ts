@@ -121,7 +121,15 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
   const seed = await storedSeed(redis, local, log, sig.signal);
   const out = opts.out ? new JsonlWriter(opts.out) : undefined;
   try {
-    const worker = new CrawlWorker(redis, seed, { concurrency: opts.concurrency, leaseMs: opts.leaseMs, exitWhenDone: opts.exitWhenDone, logger: log, signal: sig.signal, ...(out ? { out } : {}) });
+    const worker = new CrawlWorker(redis, seed, {
+      concurrency: opts.concurrency,
+      leaseMs: opts.leaseMs,
+      exitWhenDone: opts.exitWhenDone,
+      logger: log,
+      signal: sig.signal,
+      progress: process.stderr.isTTY === true,
+      ...(out ? { out } : {}),
+    });
     const summary = await worker.run();
     const cpu = process.cpuUsage();
     log.info({ ...summary, cpuUserMs: Math.round(cpu.user / 1000), cpuSystemMs: Math.round(cpu.system / 1000) }, 'worker finished');

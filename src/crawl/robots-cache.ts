@@ -77,6 +77,6 @@ function toEntry(state: RobotsState): RobotsEntry {
 }
 
 /** Backoff before retrying robots.txt after `failures` failures. */
-export function robotsRetryMs(failures: number): number {
-  return Math.min(ROBOTS.retryMaxMs, ROBOTS.retryBaseMs * 2 ** Math.max(0, failures - 1));
+export function robotsRetryMs(failures: number, baseMs: number = ROBOTS.retryBaseMs): number {
+  return Math.min(ROBOTS.retryMaxMs, baseMs * 2 ** Math.max(0, failures - 1));
 }

@@ -64,6 +64,10 @@ export interface WorkerOptions {
   signal?: AbortSignal;
   /** Injectable DNS (tests). */
   lookup?: LookupFunction;
+  /** Backoff base after a failed robots.txt fetch (default ROBOTS.retryBaseMs, 1 s). */
+  robotsRetryBaseMs?: number;
+  /** A live progress line on stderr (pages/s, queued, leased, errors); the CLI turns it on for a terminal. */
+  progress?: boolean;
 }
 
 export interface WorkerSummary {
@@ -147,9 +151,12 @@ export class CrawlWorker {
     const concurrency = this.options.concurrency ?? WORKER_DEFAULTS.concurrency;
     const flusher = setInterval(() => void this.counters.flush(this.redis, this.keys.stats).catch(() => undefined), 1000);
     const monitor = this.options.exitWhenDone || this.seed.maxPages !== null ? this.watchForEnd() : Promise.resolve();
+    const progress = this.options.progress ? this.showProgress() : undefined;
     try {
       await Promise.all([...Array.from({ length: concurrency }, () => this.slot()), monitor]);
     } finally {
+      if (progress) clearInterval(progress);
+      if (this.options.progress) process.stderr.write('\n');
       clearInterval(flusher);
       await this.counters.flush(this.redis, this.keys.stats).catch(() => undefined);
       await this.queue.close();
@@ -169,6 +176,24 @@ export class CrawlWorker {
         this.log?.error({ err, url: lease.item }, 'processing a URL failed');
       }
     }
+  }
+
+  /** Redraws one line on stderr every second: this worker's pages/s and the arena's queue. */
+  private showProgress(): NodeJS.Timeout {
+    let last = { at: performance.now(), pages: 0 };
+    return setInterval(() => {
+      void this.queue.stats(this.seed.arena).then(
+        (s) => {
+          const now = performance.now();
+          const rate = ((this.summary.pages - last.pages) * 1000) / (now - last.at);
+          last = { at: now, pages: this.summary.pages };
+          process.stderr.write(
+            `\r\x1b[2Kweir ${this.seed.arena}: ${rate.toFixed(1)} pages/s here, ${this.summary.pages} pages, ${this.summary.errors} errors | arena: ${s.queued} queued, ${s.leased} leased, ${s.delayed} waiting, ${s.done} done, ${s.dead} dead`,
+          );
+        },
+        () => undefined,
+      );
+    }, 1000);
   }
 
   private async watchForEnd(): Promise<void> {
@@ -500,7 +525,9 @@ export class CrawlWorker {
         res = await this.fetcher.fetch(url, () => true, this.fetchAbort.signal);
       } catch (err) {
         const reason = err instanceof FetchError ? `${err.code}: ${err.message}` : String(err);
-        state = { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1), reason };
+        // A refused address will be refused again: no point in retrying.
+        const n = err instanceof FetchError && err.code === 'WEIR_PRIVATE_ADDRESS' ? ROBOTS.maxFailures : failures + 1;
+        state = { state: 'error', failures: n, retryAt: Date.now() + robotsRetryMs(n, this.options.robotsRetryBaseMs), reason };
         break;
       }
       const loc = res.headers.location;
@@ -516,11 +543,11 @@ export class CrawlWorker {
       } else if (res.status >= 400 && res.status < 500) {
         state = { state: 'allow-all', status: res.status, fetchedAt: Date.now() };
       } else {
-        state = { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1), reason: `HTTP ${res.status}` };
+        state = { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1, this.options.robotsRetryBaseMs), reason: `HTTP ${res.status}` };
       }
     }
     // Too many redirects: treated as unreachable (RFC 9309 §2.3.1.2 allows either).
-    state ??= { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1), reason: 'too many redirects' };
+    state ??= { state: 'error', failures: failures + 1, retryAt: Date.now() + robotsRetryMs(failures + 1, this.options.robotsRetryBaseMs), reason: 'too many redirects' };
     await this.robots.set(origin, state);
     this.counters.add(domain, 'robotsFetches');
     this.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');

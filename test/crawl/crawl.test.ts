@@ -12,6 +12,7 @@ import { kickoff } from '../../src/crawl/kickoff.js';
 import { JsonlWriter, type PageRecord } from '../../src/crawl/output.js';
 import { validateSeed, type Seed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
+import * as guard from '../../src/crawl/netguard.js';
 import { crawlStatus } from '../../src/crawl/status.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
@@ -251,5 +252,80 @@ describe('a crawl of the fixture web', () => {
   it('a second kickoff enqueues nothing twice', async () => {
     const r = await kickoff(redis, seedFor('fixture'));
     assert.equal(r.enqueued, 0);
+  });
+});
+
+describe('crawl limits and refusals', () => {
+  before(async () => {
+    // A tree of 40 pages.
+    await web.site('M', {}, (req, res) => {
+      const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
+      if (req.url === '/robots.txt' || n < 0 || n >= 40) {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('no');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html([2 * n + 1, 2 * n + 2].filter((k) => k < 40).map((k) => `<a href="/p/${k}">${k}</a>`).join(' ')));
+    });
+    await web.site('R', {
+      '/robots.txt': (_req, res) => {
+        res.writeHead(503, { 'content-type': 'text/plain' });
+        res.end('down');
+      },
+      '/': html('<a href="/x">x</a>'),
+    });
+  });
+
+  it('maxPages is enforced across workers: exactly that many pages, the rest stays queued', async () => {
+    const M = web.sites.get('M');
+    assert.ok(M);
+    const seed = validateSeed({ arena: 'maxpages', rateLimits: { [M.key]: 'unlimited' }, start: [`${M.origin}/`], allowPrivateNetworks: true, maxPages: 12, maxInFlightPerDomain: 8 });
+    await kickoff(redis, seed);
+    const before = web.of('M').filter((r) => r.path !== '/robots.txt').length;
+    const summaries = await Promise.all([0, 1, 2].map(() => new CrawlWorker(redis, seed, { concurrency: 4, exitWhenDone: true }).run()));
+    const pages = web.of('M').filter((r) => r.path !== '/robots.txt').length - before;
+    assert.equal(pages, 12);
+    assert.equal(summaries.reduce((a, s) => a + s.pages, 0), 12);
+    assert.ok(summaries.every((s) => s.exitReason === 'maxPages' || s.exitReason === 'drained'));
+    const s = await crawlStatus(redis, 'maxpages');
+    assert.ok(s.totals.queued > 0, 'nothing lost: the rest is still queued');
+    assert.equal(s.totals.leased, 0);
+  });
+
+  it('refuses loopback addresses unless allowPrivateNetworks, checked at connect time', async () => {
+    const M = web.sites.get('M');
+    assert.ok(M);
+    const seed = validateSeed({ arena: 'private', rateLimits: { [M.key]: 'unlimited', 'sneaky.test': 'unlimited' }, start: [`${M.origin}/`, `http://sneaky.test:${M.port}/`] });
+    await kickoff(redis, seed);
+    const before = web.of('M').length;
+    const out = new JsonlWriter(join(dir, 'private.jsonl'), { truncate: true });
+    // sneaky.test resolves to 127.0.0.1 through a resolver the test controls.
+    const lookup = (host: string, options: { all?: boolean }, cb: (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void): void => {
+      const { guardedLookup } = guard;
+      guardedLookup(false, (_h, _o, done) => done(null, [{ address: '127.0.0.1', family: 4 }]))(host, options, cb);
+    };
+    await new CrawlWorker(redis, seed, { concurrency: 2, exitWhenDone: true, out, lookup }).run();
+    await out.close();
+    assert.equal(web.of('M').length, before, 'nothing reached the loopback server');
+    const recs = (await readFile(join(dir, 'private.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
+    assert.equal(recs.length, 2);
+    for (const r of recs) assert.match(r.error ?? '', /private, loopback or link-local/);
+    assert.equal((await crawlStatus(redis, 'private')).totals.dead, 2);
+  });
+
+  it('robots.txt answering 5xx disallows the origin, retries with backoff, then dead-letters its URLs', async () => {
+    const R = web.sites.get('R');
+    assert.ok(R);
+    const seed = validateSeed({ arena: 'robots5xx', rateLimits: { [R.key]: 'unlimited' }, start: [`${R.origin}/`], allowPrivateNetworks: true });
+    await kickoff(redis, seed);
+    await new CrawlWorker(redis, seed, { concurrency: 2, exitWhenDone: true, robotsRetryBaseMs: 20 }).run();
+    const reqs = web.of('R');
+    assert.ok(reqs.every((r) => r.path === '/robots.txt'), 'no page fetched while robots.txt is unavailable');
+    assert.equal(reqs.length, 5, 'ROBOTS.maxFailures attempts');
+    for (let i = 1; i < reqs.length; i++) assert.ok((reqs[i]?.at ?? 0) - (reqs[i - 1]?.at ?? 0) >= 20 * 2 ** (i - 1) - CLOCK_MS, `backoff before attempt ${i + 1}`);
+    const s = await crawlStatus(redis, 'robots5xx');
+    assert.equal(s.totals.dead, 1);
+    assert.equal(s.drained, true);
   });
 });
