@@ -13,15 +13,7 @@ argc(2, 'token reason')
 local token = str_arg(1, 'token', 64, false)
 local reason = str_arg(2, 'reason', MAX_REASON_BYTES, true)
 local now = now_us()
-local rec = current_lease(token, now)
-if not rec then
-  qflush()
-  return 0
-end
-local qid, attempt, item = parse_lease(rec)
-drop_lease(token, qid)
+local qid, attempt, item = end_lease(token, now)
+if not qid then return finish(false, 0) end
 to_dead(qid, item, attempt, reason, now)
-local woke = activate(qid, now)
-qflush()
-if woke then signal() end
-return 1
+return finish(activate(qid, now), 1)

@@ -32,7 +32,5 @@ if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist'
 local st = qstate(qid)
 st.hold = hold and 1 or 0
 qdirty(qid, st)
-local woke = activate(qid, now)
-qflush()
-if woke then signal() end
+finish(activate(qid, now))
 return 1

@@ -21,7 +21,5 @@ local st = qstate(qid)
 local untilus = math.max(st.p, now + ms * 1000)
 st.p = untilus
 qdirty(qid, st)
-local woke = activate(qid, now)
-qflush()
-if woke then signal() end
+finish(activate(qid, now))
 return fmt(math.floor(untilus / 1000))

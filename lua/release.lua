@@ -12,15 +12,7 @@
 argc(1, 'token')
 local token = str_arg(1, 'token', 64, false)
 local now = now_us()
-local rec = current_lease(token, now)
-if not rec then
-  qflush()
-  return 0
-end
-local qid, attempt, item = parse_lease(rec)
-drop_lease(token, qid)
+local qid, attempt, item = end_lease(token, now)
+if not qid then return finish(false, 0) end
 push_front(qid, qstate(qid), item, attempt - 1, '')
-local woke = activate(qid, now)
-qflush()
-if woke then signal() end
-return 1
+return finish(activate(qid, now), 1)

@@ -21,19 +21,12 @@ local delay_ms = int_arg(2, 'delayMs', 0, 31536000000)
 local reason = str_arg(3, 'reason', MAX_REASON_BYTES, true)
 if ARGV[4] ~= '0' and ARGV[4] ~= '1' then fail('WEIR_BAD_ARGS', 'countAttempt must be 0 or 1') end
 local now = now_us()
-local rec = current_lease(token, now)
-if not rec then
-  qflush()
-  return 0
-end
-local qid, attempt, item = parse_lease(rec)
-drop_lease(token, qid)
+local qid, attempt, item = end_lease(token, now)
+if not qid then return finish(false, 0) end
 local attempts = attempt
 if ARGV[4] == '0' then attempts = attempt - 1 end
 local dead = attempts >= max_attempts()
 requeue(token, qid, item, attempts, reason, delay_ms * 1000, now)
-local woke = activate(qid, now)
-qflush()
-if woke or delay_ms > 0 then signal() end
-if dead then return 2 end
-return 1
+local woke = activate(qid, now) or delay_ms > 0
+if dead then return finish(woke, 2) end
+return finish(woke, 1)

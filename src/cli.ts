@@ -154,9 +154,13 @@ async function cmdCrawl(seedPath: string, url: string, opts: { workers: number; 
       return EXIT.ok;
     }
     if (opts.out) await new JsonlWriter(opts.out, { truncate: true }).close();
-    const args = ['worker', seedPath, '--exit-when-done', '--redis', url, '--concurrency', String(opts.concurrency), ...(opts.out ? ['--out', opts.out] : [])];
+    const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(opts.concurrency), ...(opts.out ? ['--out', opts.out] : [])];
+    // The Redis URL goes by environment, not argv: a password would show in `ps`.
     const children = Array.from({ length: opts.workers }, () =>
-      spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], { stdio: ['ignore', 'inherit', 'inherit'] }),
+      spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: { ...process.env, REDIS_URL: url },
+      }),
     );
     let stopping = false;
     const forward = (s: NodeJS.Signals) => () => {

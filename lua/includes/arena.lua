@@ -391,6 +391,23 @@ local function current_lease(token, now)
   return rec
 end
 
+-- Ends the caller's lease for release/retry/fail: qid, attempt, item, or nil
+-- when the lease is stale (the caller then flushes and answers 0).
+local function end_lease(token, now)
+  local rec = current_lease(token, now)
+  if not rec then return nil end
+  local qid, attempt, item = parse_lease(rec)
+  drop_lease(token, qid)
+  return qid, attempt, item
+end
+
+-- Every writing script ends here: queue records written back, idle workers woken if useful.
+local function finish(woke, result)
+  qflush()
+  if woke then signal() end
+  return result
+end
+
 local function ensure_schema()
   local v = redis.call('HGET', K_META, 'v')
   if v and v ~= SCHEMA_VERSION then
