@@ -1,33 +1,43 @@
 #!/usr/bin/env node
-import { spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
 import type { Redis } from 'ioredis';
-import { FairQueue, WeirError } from './queue/index.js';
+import { FairQueue, WeirError, type DeadItem } from './queue/index.js';
+import { clearArena } from './crawl/clear.js';
+import { runDemo } from './demo/run.js';
+import { EmbeddedRedis } from './embedded-redis.js';
 import { kickoff } from './crawl/kickoff.js';
 import { crawlKeys } from './crawl/keys.js';
 import { JsonlWriter } from './crawl/output.js';
 import { loadSeedFile, SeedError, validateSeed, type Seed } from './crawl/seed.js';
 import { crawlStatus, formatStatus, table } from './crawl/status.js';
 import { CrawlWorker, WORKER_DEFAULTS } from './crawl/worker.js';
-import { connectRedis, redactRedisUrl, RedisUnreachableError } from './redis.js';
+import { connectRedis, RedisUnreachableError } from './redis.js';
 
-/** Documented exit codes. */
-export const EXIT = { ok: 0, failure: 1, usage: 2, redis: 3, sigint: 130, sigterm: 143 } as const;
+import { EXIT, pickRedis, runCrawl, warnEviction } from './crawl-command.js';
+
+export { EXIT };
 
 const USAGE = `weir — a polite, horizontally scalable web crawler
 
 usage:
+  weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
   weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl]
   weir status SEED [--json] [--watch]
+  weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
+  weir hold SEED [DOMAIN]                stop dequeuing (one domain, or the arena); leases out are kept
+  weir unhold SEED [DOMAIN]
+  weir clear SEED --yes                  delete every key of the arena (in bounded batches)
+  weir redis-stop                        stop the embedded Redis of this directory (data stays)
 
 options:
-  --redis URL        Redis to use (else REDIS_URL, else redis://127.0.0.1:6379)
+  --redis URL        Redis to use (else REDIS_URL, else 127.0.0.1:6379 if a Redis answers,
+                     else a private redis-server under ./.weir/redis/)
   --concurrency N    fetches in flight in one worker (default ${WORKER_DEFAULTS.concurrency})
   --workers N        worker processes for crawl (default: CPU cores)
   --out FILE         one JSON line per URL (crawl truncates it, worker appends)
@@ -48,10 +58,6 @@ class UsageError extends WeirError {
 
 function makeLogger(): Logger {
   return pino({ level: process.env.WEIR_LOG_LEVEL ?? 'info', base: { pid: process.pid } }, pino.destination(2));
-}
-
-function redisUrl(flag: string | undefined): string {
-  return flag ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
 
 function positiveInt(name: string, v: string | undefined, fallback: number): number {
@@ -103,6 +109,7 @@ function trapSignals(log: Logger): Signals {
 async function cmdKickoff(seedPath: string, url: string, log: Logger): Promise<number> {
   const seed = await loadSeedFile(seedPath);
   const redis = await connectRedis(url);
+  await warnEviction(redis, log);
   try {
     const r = await kickoff(redis, seed);
     log.info({ arena: seed.arena, ...r }, 'kickoff done');
@@ -117,7 +124,8 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
   const local = await loadSeedFile(seedPath);
   const sig = trapSignals(log);
   const redis = await connectRedis(url, { onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting') });
-  log.info({ redis: redactRedisUrl(url), arena: local.arena }, 'worker starting');
+  await warnEviction(redis, log);
+  log.info({ arena: local.arena }, 'worker starting');
   const seed = await storedSeed(redis, local, log, sig.signal);
   const out = opts.out ? new JsonlWriter(opts.out) : undefined;
   try {
@@ -127,7 +135,7 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
       exitWhenDone: opts.exitWhenDone,
       logger: log,
       signal: sig.signal,
-      progress: process.stderr.isTTY === true,
+      progress: process.stderr.isTTY === true && !process.env.WEIR_NO_PROGRESS,
       ...(out ? { out } : {}),
     });
     const summary = await worker.run();
@@ -138,58 +146,6 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
     redis.disconnect();
   }
   return sig.exitCode() ?? EXIT.ok;
-}
-
-async function cmdCrawl(seedPath: string, url: string, opts: { workers: number; concurrency: number; out?: string }, log: Logger): Promise<number> {
-  const seed = await loadSeedFile(seedPath);
-  const redis = await connectRedis(url);
-  const queue = new FairQueue(redis);
-  const startedAt = Date.now();
-  try {
-    const before = await queue.stats(seed.arena);
-    const r = await kickoff(redis, seed, queue);
-    log.info({ arena: seed.arena, ...r, workers: opts.workers }, 'kickoff done; starting workers');
-    if (before.exists && r.enqueued === 0 && (await queue.stats(seed.arena)).drained) {
-      process.stdout.write(`arena ${seed.arena} is already drained: nothing to crawl. Run \`weir clear ${seedPath} --yes\` (or use another arena) to crawl again.\n`);
-      return EXIT.ok;
-    }
-    if (opts.out) await new JsonlWriter(opts.out, { truncate: true }).close();
-    const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(opts.concurrency), ...(opts.out ? ['--out', opts.out] : [])];
-    // The Redis URL goes by environment, not argv: a password would show in `ps`.
-    const children = Array.from({ length: opts.workers }, () =>
-      spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {
-        stdio: ['ignore', 'inherit', 'inherit'],
-        env: { ...process.env, REDIS_URL: url },
-      }),
-    );
-    let stopping = false;
-    const forward = (s: NodeJS.Signals) => () => {
-      stopping = true;
-      for (const c of children) c.kill(s);
-    };
-    process.on('SIGINT', forward('SIGINT'));
-    process.on('SIGTERM', forward('SIGTERM'));
-    const codes = await Promise.all(children.map((c) => new Promise<number>((res) => c.on('exit', (code, signal) => res(code ?? (signal ? 128 : 1))))));
-    const status = await crawlStatus(redis, seed.arena, queue);
-    const wall = (Date.now() - startedAt) / 1000;
-    const rows = status.domains.map((d) => [
-      d.domain,
-      d.pages,
-      d.failed,
-      d.robotsBlocked,
-      d.dead,
-      d.rateLimit === 'unlimited' ? 'unlimited' : `${d.rateLimit}/s`,
-      `${d.achievedRate.toFixed(2)}/s`,
-    ]);
-    process.stdout.write(`\ncrawl of ${seed.arena} finished in ${wall.toFixed(1)} s with ${opts.workers} workers\n`);
-    process.stdout.write(`${table(['domain', 'pages', 'errors', 'robots', 'dead', 'limit', 'achieved'], rows)}\n`);
-    process.stdout.write(`total: ${status.totals.pages} pages, ${status.totals.errors} errors, ${status.totals.dead} dead-lettered, ${status.totals.queued} still queued${opts.out ? `; output in ${opts.out}` : ''}\n`);
-    if (stopping) return codes.find((c) => c === EXIT.sigint || c === EXIT.sigterm) ?? EXIT.sigint;
-    return codes.every((c) => c === 0) ? EXIT.ok : EXIT.failure;
-  } finally {
-    await queue.close();
-    redis.disconnect();
-  }
 }
 
 async function cmdStatus(seedPath: string, url: string, opts: { json: boolean; watch: boolean }): Promise<number> {
@@ -211,6 +167,67 @@ async function cmdStatus(seedPath: string, url: string, opts: { json: boolean; w
   }
 }
 
+async function withQueue<T>(url: string, fn: (redis: Redis, queue: FairQueue) => Promise<T>): Promise<T> {
+  const redis = await connectRedis(url);
+  const queue = new FairQueue(redis);
+  try {
+    return await fn(redis, queue);
+  } finally {
+    await queue.close();
+    redis.disconnect();
+  }
+}
+
+async function cmdDead(seedPath: string, url: string, opts: { requeue: boolean; json: boolean }): Promise<number> {
+  const seed = await loadSeedFile(seedPath);
+  return withQueue(url, async (_redis, queue) => {
+    const items: DeadItem[] = [];
+    for (let offset = 0; ; offset += 1000) {
+      const page = await queue.dead(seed.arena, { offset, count: 1000 });
+      items.push(...page);
+      if (page.length < 1000) break;
+    }
+    const rows = items.map((d) => {
+      let u = d.item;
+      try {
+        u = (JSON.parse(d.item) as { u?: string }).u ?? d.item;
+      } catch {
+        // not a crawl item: show it as it is
+      }
+      return { url: u, domain: d.queue, reason: d.reason, attempts: d.attempts, at: new Date(d.at).toISOString() };
+    });
+    if (opts.json) process.stdout.write(`${JSON.stringify(rows)}\n`);
+    else if (rows.length === 0) process.stdout.write(`arena ${seed.arena}: the dead letter is empty\n`);
+    else process.stdout.write(`${table(['url', 'domain', 'attempts', 'reason'], rows.map((r) => [r.url, r.domain, r.attempts, r.reason]))}\n`);
+    if (opts.requeue && items.length > 0) {
+      const n = await queue.requeueDead(seed.arena, items.length);
+      process.stdout.write(`requeued ${n} URLs (start workers to crawl them)\n`);
+    }
+    return EXIT.ok;
+  });
+}
+
+async function cmdHold(seedPath: string, url: string, hold: boolean, domain: string | undefined): Promise<number> {
+  const seed = await loadSeedFile(seedPath);
+  return withQueue(url, async (_redis, queue) => {
+    if (domain !== undefined && seed.rateLimits[domain] === undefined) throw new UsageError(`${domain} is not a domain of ${seed.arena} (domains: ${Object.keys(seed.rateLimits).join(', ')})`);
+    if (hold) await queue.hold(seed.arena, domain);
+    else await queue.unhold(seed.arena, domain);
+    process.stdout.write(`${hold ? 'held' : 'released the hold on'} ${domain ?? `the whole arena ${seed.arena}`}${hold ? ': no dequeues until unhold; leases out are untouched' : ''}\n`);
+    return EXIT.ok;
+  });
+}
+
+async function cmdClear(seedPath: string, url: string, yes: boolean): Promise<number> {
+  const seed = await loadSeedFile(seedPath);
+  if (!yes) throw new UsageError(`clear deletes every key of arena ${seed.arena}: add --yes to do it`);
+  return withQueue(url, async (redis) => {
+    const n = await clearArena(redis, seed.arena);
+    process.stdout.write(`arena ${seed.arena}: deleted ${n} keys\n`);
+    return EXIT.ok;
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
   const log = makeLogger();
   try {
@@ -227,6 +244,8 @@ export async function main(argv: string[]): Promise<number> {
         'lease-ms': { type: 'string' },
         json: { type: 'boolean', default: false },
         watch: { type: 'boolean', default: false },
+        requeue: { type: 'boolean', default: false },
+        yes: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -235,9 +254,16 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return command === undefined && !values.help ? EXIT.usage : EXIT.ok;
     }
-    if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+    const [domainArg, ...rest] = extra;
+    if (rest.length > 0 || (domainArg !== undefined && command !== 'hold' && command !== 'unhold')) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+    if (command === 'redis-stop') {
+      const stopped = await new EmbeddedRedis().stop();
+      process.stdout.write(stopped ? 'embedded Redis stopped (its data stays in .weir/redis/)\n' : 'no embedded Redis is running here\n');
+      return EXIT.ok;
+    }
+    if (command === 'demo') return await runDemo({ redisFlag: values.redis, workers: values.workers ? positiveInt('workers', values.workers, 2) : 2, log });
     if (!seedPath) throw new UsageError(`${command} needs a seed file: weir ${command} SEED`);
-    const url = redisUrl(values.redis);
+    const url = await pickRedis(values.redis, log);
     switch (command) {
       case 'kickoff':
         return await cmdKickoff(seedPath, url, log);
@@ -254,18 +280,26 @@ export async function main(argv: string[]): Promise<number> {
           log,
         );
       case 'crawl':
-        return await cmdCrawl(
+        return await runCrawl(
           seedPath,
           url,
           {
             workers: positiveInt('workers', values.workers, availableParallelism()),
             concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
+            progress: true,
             ...(values.out ? { out: values.out } : {}),
           },
           log,
         );
       case 'status':
         return await cmdStatus(seedPath, url, { json: values.json, watch: values.watch });
+      case 'dead':
+        return await cmdDead(seedPath, url, { requeue: values.requeue, json: values.json });
+      case 'hold':
+      case 'unhold':
+        return await cmdHold(seedPath, url, command === 'hold', domainArg);
+      case 'clear':
+        return await cmdClear(seedPath, url, values.yes);
       default:
         throw new UsageError(`unknown command ${command} (try weir --help)`);
     }

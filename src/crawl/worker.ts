@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { CheerioAPI } from 'cheerio';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { FairQueue, sleepUntil, type Lease } from '../queue/index.js';
+import { setMaxListeners } from 'node:events';
+import { FairQueue, sleep, sleepUntil, type Lease } from '../queue/index.js';
 import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
 import { decodeBody, FetchError, Fetcher, isHtml, type FetchResult } from './fetch.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
@@ -133,6 +134,8 @@ export class CrawlWorker {
       allowPrivateNetworks: seed.allowPrivateNetworks,
       ...(options.lookup ? { lookup: options.lookup } : {}),
     });
+    // Every slot waits on these at once: concurrency can pass Node's default of 10 listeners.
+    setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
     options.signal?.addEventListener('abort', () => this.halt('stopped'), { once: true });
   }
 
@@ -198,13 +201,7 @@ export class CrawlWorker {
 
   private async watchForEnd(): Promise<void> {
     while (!this.stop.signal.aborted) {
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, WORKER_DEFAULTS.drainCheckMs);
-        this.stop.signal.addEventListener('abort', () => {
-          clearTimeout(t);
-          r();
-        }, { once: true });
-      });
+      await sleep(WORKER_DEFAULTS.drainCheckMs, this.stop.signal);
       if (this.stop.signal.aborted) return;
       if (this.seed.maxPages !== null) {
         const pages = Number((await this.redis.get(this.keys.pages)) ?? 0);

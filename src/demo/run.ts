@@ -1,0 +1,40 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { loadSeedFile, storableSeed } from '../crawl/seed.js';
+import { pickRedis, runCrawl } from '../crawl-command.js';
+import { startDemoWeb } from './web.js';
+
+/** The demo's seed, shipped in the package. */
+export const DEMO_SEED = fileURLToPath(new URL('../../seeds/demo.yaml', import.meta.url));
+
+/**
+ * `weir demo` / `npm run demo`: starts the bundled demo web on loopback and
+ * crawls it with `seeds/demo.yaml` in a fresh arena (demo-<time>) with two
+ * worker processes, showing progress and ending with a summary table and
+ * where the output is. Nothing leaves 127.0.0.1.
+ */
+export async function runDemo(opts: { redisFlag: string | undefined; workers: number; log: Logger }): Promise<number> {
+  const web = await startDemoWeb();
+  try {
+    const url = await pickRedis(opts.redisFlag, opts.log, (line) => process.stdout.write(`${line}\n`));
+    // The demo's workers log warnings only: the progress line and the summary tell the story.
+    process.env.WEIR_LOG_LEVEL ??= 'warn';
+    const base = await loadSeedFile(DEMO_SEED);
+    const arena = `demo-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}-${process.pid}`;
+    const dir = resolve('.weir');
+    mkdirSync(dir, { recursive: true });
+    // JSON is YAML: the per-run seed is the demo seed with a fresh arena.
+    const seedPath = join(dir, 'demo-seed.json');
+    const seed = { ...base, arena };
+    writeFileSync(seedPath, JSON.stringify(storableSeed(seed), null, 2));
+    const out = join(dir, 'demo-output.jsonl');
+    process.stdout.write(`weir demo: crawling the bundled demo web (${Object.values(web.origins).join(', ')}) in arena ${arena} with ${opts.workers} workers\n`);
+    const code = await runCrawl(seedPath, url, { workers: opts.workers, concurrency: 8, out, progress: true, seed }, opts.log);
+    process.stdout.write(`output: ${relative(process.cwd(), out)} (one JSON line per URL); status: weir status ${relative(process.cwd(), seedPath)}\n`);
+    return code;
+  } finally {
+    await web.close();
+  }
+}
