@@ -263,6 +263,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (command === 'demo') return await runDemo({ redisFlag: values.redis, workers: values.workers ? positiveInt('workers', values.workers, 2) : 2, log });
     if (!seedPath) throw new UsageError(`${command} needs a seed file: weir ${command} SEED`);
+    // A broken seed file is reported before any Redis is looked for or started.
+    await loadSeedFile(seedPath);
     const url = await pickRedis(values.redis, log);
     switch (command) {
       case 'kickoff':

@@ -174,4 +174,42 @@ describe('weir CLI', () => {
     assert.ok(h1s.every((t) => t === 'fixture'));
     assert.equal(web.fetched('T', '/p/999'), 1);
   });
+
+  it('operator commands: dead (list, --requeue), hold/unhold, clear (--yes required)', async () => {
+    const seed = await writeSeed('ops');
+    const redisArgs = ['--redis', server.url];
+    assert.equal((await run(['kickoff', seed, ...redisArgs])).code, 0);
+    const q = new FairQueue(redis);
+    try {
+      const r = await q.dequeue('ops');
+      assert.ok(r.lease);
+      await q.fail(r.lease, 'gave up: HTTP 500');
+      const listed = await run(['dead', seed, '--json', ...redisArgs]);
+      assert.equal(listed.code, 0, listed.stderr);
+      const rows = JSON.parse(listed.stdout) as { url: string; reason: string }[];
+      assert.equal(rows.length, 1);
+      assert.match(rows[0]?.url ?? '', /^http:\/\/127\.0\.0\.1:\d+\/$/);
+      assert.equal(rows[0]?.reason, 'gave up: HTTP 500');
+      const requeued = await run(['dead', seed, '--requeue', ...redisArgs]);
+      assert.match(requeued.stdout, /requeued 1 URLs/);
+      assert.equal((await q.stats('ops')).queued, 1);
+
+      const T = web.sites.get('T');
+      assert.ok(T);
+      assert.equal((await run(['hold', seed, T.key, ...redisArgs])).code, 0);
+      assert.equal((await q.dequeue('ops')).lease, null, 'held: nothing to dequeue');
+      assert.equal((await run(['hold', seed, 'not-a-domain.example', ...redisArgs])).code, 2);
+      assert.equal((await run(['unhold', seed, T.key, ...redisArgs])).code, 0);
+      const again = await q.dequeue('ops');
+      assert.ok(again.lease, 'unheld: served again');
+      await q.release(again.lease);
+
+      assert.equal((await run(['clear', seed, ...redisArgs])).code, 2, 'clear needs --yes');
+      const cleared = await run(['clear', seed, '--yes', ...redisArgs]);
+      assert.equal(cleared.code, 0, cleared.stderr);
+      assert.equal((await redis.keys('weir:{ops}:*')).length, 0);
+    } finally {
+      await q.close();
+    }
+  });
 });
