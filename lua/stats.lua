@@ -8,7 +8,7 @@
 
   Returns {nowMs, totals, nextCursor, rows}:
     totals = {queued, leased, delayed, done, dead, enqueued, queues, held,
-              maxAttempts, dedupeBits, dedupeHashes, schemaVersion}
+              maxAttempts, dedupeBits, dedupeHashes, schemaVersion, expired}
     nextCursor = 0 when the page reached the last queue
     rows = per queue {name, rate, maxInFlight, queued, leased, delayed, done,
            dead, nextEligibleMs, pausedUntilMs, held}
@@ -19,9 +19,9 @@ argc(2, 'cursor count')
 local cursor = int_arg(1, 'cursor', 1, 1e15)
 local count = int_arg(2, 'count', 0, 500)
 local now = now_us()
-local m = redis.call('HMGET', K_META, 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v')
+local m = redis.call('HMGET', K_META, 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired')
 local totals = {}
-for i = 1, 12 do totals[i] = m[i] or '' end
+for i = 1, 13 do totals[i] = m[i] or '' end
 if totals[9] == '' then totals[9] = tostring(DEFAULT_MAX_ATTEMPTS) end
 local last = tonumber(m[7] or '0')
 local rows = {}

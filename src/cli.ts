@@ -15,6 +15,7 @@ import { JsonlWriter } from './crawl/output.js';
 import { loadSeedFile, SeedError, validateSeed, type Seed } from './crawl/seed.js';
 import { crawlStatus, formatStatus, table } from './crawl/status.js';
 import { CrawlWorker, WORKER_DEFAULTS } from './crawl/worker.js';
+import { CrawlMetrics } from './crawl/metrics.js';
 import { connectRedis, RedisUnreachableError } from './redis.js';
 
 import { EXIT, pickRedis, runCrawl, warnEviction } from './crawl-command.js';
@@ -26,7 +27,7 @@ const USAGE = `weir — a polite, horizontally scalable web crawler
 usage:
   weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
-  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done]
+  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done] [--metrics-port P]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl]
   weir status SEED [--json] [--watch]
   weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
@@ -42,6 +43,7 @@ options:
   --workers N        worker processes for crawl (default: CPU cores)
   --out FILE         one JSON line per URL (crawl truncates it, worker appends)
   --exit-when-done   exit when the arena is drained or maxPages is reached
+  --metrics-port P   serve Prometheus metrics at http://0.0.0.0:P/metrics (worker)
   --lease-ms N       how long a worker holds a URL before it goes back if the worker dies
                      (default ${WORKER_DEFAULTS.leaseMs}; renewed while a fetch runs)
   --json             status as JSON
@@ -64,6 +66,12 @@ function positiveInt(name: string, v: string | undefined, fallback: number): num
   if (v === undefined) return fallback;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number ≥ 1, got ${v}`);
+  return n;
+}
+
+function portNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--metrics-port must be a port number (0 for any free one), got ${v}`);
   return n;
 }
 
@@ -120,7 +128,12 @@ async function cmdKickoff(seedPath: string, url: string, log: Logger): Promise<n
   }
 }
 
-async function cmdWorker(seedPath: string, url: string, opts: { concurrency: number; out?: string; exitWhenDone: boolean; leaseMs: number }, log: Logger): Promise<number> {
+async function cmdWorker(
+  seedPath: string,
+  url: string,
+  opts: { concurrency: number; out?: string; exitWhenDone: boolean; leaseMs: number; metricsPort?: number },
+  log: Logger,
+): Promise<number> {
   const local = await loadSeedFile(seedPath);
   const sig = trapSignals(log);
   const redis = await connectRedis(url, { onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting') });
@@ -128,8 +141,15 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
   log.info({ arena: local.arena }, 'worker starting');
   const seed = await storedSeed(redis, local, log, sig.signal);
   const out = opts.out ? new JsonlWriter(opts.out) : undefined;
+  const metricsQueue = new FairQueue(redis);
+  const metrics = opts.metricsPort !== undefined ? new CrawlMetrics(metricsQueue, seed.arena) : undefined;
+  if (metrics) {
+    const port = await metrics.listen(opts.metricsPort ?? 0);
+    log.info({ port }, `Prometheus metrics on http://0.0.0.0:${port}/metrics`);
+  }
   try {
     const worker = new CrawlWorker(redis, seed, {
+      ...(metrics ? { metrics } : {}),
       concurrency: opts.concurrency,
       leaseMs: opts.leaseMs,
       exitWhenDone: opts.exitWhenDone,
@@ -143,6 +163,8 @@ async function cmdWorker(seedPath: string, url: string, opts: { concurrency: num
     log.info({ ...summary, cpuUserMs: Math.round(cpu.user / 1000), cpuSystemMs: Math.round(cpu.system / 1000) }, 'worker finished');
   } finally {
     await out?.close();
+    await metrics?.close();
+    await metricsQueue.close();
     redis.disconnect();
   }
   return sig.exitCode() ?? EXIT.ok;
@@ -242,6 +264,7 @@ export async function main(argv: string[]): Promise<number> {
         out: { type: 'string' },
         'exit-when-done': { type: 'boolean', default: false },
         'lease-ms': { type: 'string' },
+        'metrics-port': { type: 'string' },
         json: { type: 'boolean', default: false },
         watch: { type: 'boolean', default: false },
         requeue: { type: 'boolean', default: false },
@@ -276,6 +299,7 @@ export async function main(argv: string[]): Promise<number> {
           {
             concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
             leaseMs: positiveInt('lease-ms', values['lease-ms'], WORKER_DEFAULTS.leaseMs),
+            ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port']) } : {}),
             ...(values.out ? { out: values.out } : {}),
             exitWhenDone: values['exit-when-done'],
           },

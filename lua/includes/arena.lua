@@ -32,7 +32,7 @@
     reason, then the item. Items in chunks have no attempts yet.
 
   meta fields: v (key-schema version), qseq (last qid), turn (round-robin
-  counter), queued, leased, delayed, done, dead, maxAttempts, held,
+  counter), queued, leased, delayed, done, dead, expired, maxAttempts, held,
   dedupeBits, dedupeHashes.
 
   Per-queue record: field "<qid>" of `queues` is struct.pack('<d' x 14) of
@@ -359,6 +359,7 @@ end
 local function expire_lease(token, rec, now)
   local qid, attempt, item = parse_lease(rec)
   drop_lease(token, qid)
+  mincr('expired', 1)
   requeue(token, qid, item, attempt, 'lease expired', 0, now)
   return activate(qid, now)
 end

@@ -3,7 +3,8 @@ import type { CheerioAPI } from 'cheerio';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { setMaxListeners } from 'node:events';
-import { FairQueue, sleep, sleepUntil, type Lease } from '../queue/index.js';
+import { FairQueue, sleep, sleepUntil, type FairQueueOptions, type Lease, type LeaseOutcome, type RetryOptions, type TakeOptions } from '../queue/index.js';
+import type { CrawlMetrics } from './metrics.js';
 import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
 import { decodeBody, FetchError, Fetcher, isHtml, type FetchResult } from './fetch.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
@@ -69,6 +70,49 @@ export interface WorkerOptions {
   robotsRetryBaseMs?: number;
   /** A live progress line on stderr (pages/s, queued, leased, errors); the CLI turns it on for a terminal. */
   progress?: boolean;
+  /** Prometheus metrics to keep (see CrawlMetrics). */
+  metrics?: CrawlMetrics;
+}
+
+/** The queue, counting what becomes of each lease (for metrics). */
+class CountingQueue extends FairQueue {
+  constructor(
+    client: Redis | Cluster,
+    options: FairQueueOptions,
+    private readonly count: (outcome: string) => void,
+  ) {
+    super(client, options);
+  }
+
+  override async take(arena: string, options?: TakeOptions): Promise<Lease | null> {
+    const l = await super.take(arena, options);
+    if (l) this.count('taken');
+    return l;
+  }
+
+  override async commit(lease: Lease): Promise<LeaseOutcome> {
+    const r = await super.commit(lease);
+    this.count(r === 'ok' ? 'committed' : 'stale');
+    return r;
+  }
+
+  override async retry(lease: Lease, options?: RetryOptions): Promise<LeaseOutcome | 'dead'> {
+    const r = await super.retry(lease, options);
+    this.count(r === 'ok' ? 'retried' : r);
+    return r;
+  }
+
+  override async release(lease: Lease): Promise<LeaseOutcome> {
+    const r = await super.release(lease);
+    this.count(r === 'ok' ? 'released' : 'stale');
+    return r;
+  }
+
+  override async fail(lease: Lease, reason: string): Promise<LeaseOutcome> {
+    const r = await super.fail(lease, reason);
+    this.count(r === 'ok' ? 'dead' : 'stale');
+    return r;
+  }
 }
 
 export interface WorkerSummary {
@@ -84,8 +128,15 @@ export interface WorkerSummary {
 
 class Counters {
   private pending = new Map<string, number>();
+  constructor(private readonly metrics?: CrawlMetrics) {}
   add(domain: string, name: string, n = 1): void {
     for (const key of [`${domain}:${name}`, `*:${name}`]) this.pending.set(key, (this.pending.get(key) ?? 0) + n);
+    const m = this.metrics;
+    if (!m) return;
+    if (/^\dxx$/.test(name)) m.pages.inc({ status_class: name }, n);
+    else if (name === 'bytes') m.bytes.inc(n);
+    else if (name === 'robots') m.robotsBlocked.inc(n);
+    else if (name === 'dedupeHits') m.dedupeHits.inc(n);
   }
   async flush(redis: Redis | Cluster, key: string): Promise<void> {
     if (this.pending.size === 0) return;
@@ -109,7 +160,7 @@ export class CrawlWorker {
   private readonly robots: RobotsCache;
   private readonly fetcher: Fetcher;
   private readonly bloom: BloomParams;
-  private readonly counters = new Counters();
+  private readonly counters: Counters;
   private readonly summary: WorkerSummary = { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, exitReason: 'stopped' };
   private readonly stop = new AbortController();
   private readonly fetchAbort = new AbortController();
@@ -121,7 +172,9 @@ export class CrawlWorker {
     private readonly seed: Seed,
     private readonly options: WorkerOptions = {},
   ) {
-    this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs });
+    this.counters = new Counters(options.metrics);
+    const metrics = options.metrics;
+    this.queue = new CountingQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs }, (outcome) => metrics?.leases.inc({ outcome }));
     this.leaseMs = this.queue.leaseMs;
     this.keys = crawlKeys(seed.arena, this.queue.prefix);
     this.scope = new Scope(seed);
@@ -302,11 +355,13 @@ export class CrawlWorker {
       res = await this.fetcher.fetch(item.u, (ct, status) => status >= 200 && status < 300 && (ct === null || isHtml(ct)), this.fetchAbort.signal);
     } catch (err) {
       clearInterval(keepAlive);
+      if (err instanceof FetchError) this.options.metrics?.fetchSeconds.observe(err.elapsedMs / 1000);
       await unreserve();
       await this.fetchFailed(lease, item, domain, err);
       return;
     }
     clearInterval(keepAlive);
+    this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
     this.counters.add(domain, 'bytes', res.bytes);
 
     const status = res.status;

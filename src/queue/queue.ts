@@ -105,6 +105,8 @@ export interface ArenaTotals {
   drained: boolean;
   /** Whether the arena has ever been written to. */
   exists: boolean;
+  /** Leases that expired and went back (ever). */
+  expired: number;
   /** Redis's clock, ms since the epoch. */
   now: number;
 }
@@ -546,6 +548,7 @@ export class FairQueue {
       dedupe: bits > 0 ? { bits, hashes: num(t[10]) } : null,
       drained: num(t[0]) + num(t[1]) + num(t[2]) === 0,
       exists: (t[11] ?? '') !== '',
+      expired: num(t[12]),
       now: num(now),
     };
     const queues = rows.map(

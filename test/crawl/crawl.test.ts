@@ -13,6 +13,8 @@ import { JsonlWriter, type PageRecord } from '../../src/crawl/output.js';
 import { validateSeed, type Seed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 import * as guard from '../../src/crawl/netguard.js';
+import { CrawlMetrics } from '../../src/crawl/metrics.js';
+import { FairQueue } from '../../src/queue/index.js';
 import { crawlStatus } from '../../src/crawl/status.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
@@ -327,5 +329,41 @@ describe('crawl limits and refusals', () => {
     const s = await crawlStatus(redis, 'robots5xx');
     assert.equal(s.totals.dead, 1);
     assert.equal(s.drained, true);
+  });
+});
+
+describe('Prometheus metrics', () => {
+  it('serves counters that match the crawl output, and per-domain queue gauges read from Redis', async () => {
+    const M = web.sites.get('M');
+    assert.ok(M);
+    const seed = validateSeed({ arena: 'metrics', rateLimits: { [M.key]: 100 }, start: [`${M.origin}/`], allowPrivateNetworks: true });
+    await kickoff(redis, seed);
+    const queue = new FairQueue(redis);
+    const metrics = new CrawlMetrics(queue, 'metrics');
+    const port = await metrics.listen(0, '127.0.0.1');
+    const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const value = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const out = new JsonlWriter(join(dir, 'metrics.jsonl'), { truncate: true });
+    const worker = new CrawlWorker(redis, seed, { concurrency: 4, exitWhenDone: true, out, metrics });
+    const running = worker.run();
+    // Mid-crawl: the gauges come from Redis.
+    while (web.of('M').length < 8) await new Promise((r) => setTimeout(r, 10));
+    const mid = await scrape();
+    assert.ok(Number.isFinite(value(mid, `weir_domain_queued{domain="${M.key}"}`)), mid);
+    await running;
+    await out.close();
+    const end = await scrape();
+    const recs = (await readFile(join(dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
+    const ok = recs.filter((r) => r.status !== null && r.status >= 200 && r.status < 300).length;
+    assert.equal(value(end, 'weir_pages_total{status_class="2xx"}'), ok);
+    assert.equal(value(end, 'weir_leases_total{outcome="committed"}'), recs.length);
+    assert.equal(value(end, 'weir_bytes_total'), recs.reduce((a, r) => a + r.bytes, 0));
+    assert.equal(value(end, 'weir_fetch_duration_seconds_count'), recs.length);
+    assert.equal(value(end, `weir_domain_queued{domain="${M.key}"}`), 0);
+    assert.equal(value(end, `weir_domain_leased{domain="${M.key}"}`), 0);
+    assert.ok(value(end, 'weir_dedupe_hits_total') >= 0);
+    assert.equal(value(end, 'weir_arena_leases_expired'), 0);
+    await metrics.close();
+    await queue.close();
   });
 });

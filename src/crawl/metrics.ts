@@ -1,0 +1,103 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FairQueue } from '../queue/index.js';
+
+/**
+ * A worker's Prometheus metrics (prom-client), served at /metrics by
+ * `weir worker --metrics-port P`. Counters are this worker's own; the
+ * per-domain queued/leased gauges and the arena's expired-lease count are
+ * read from Redis at each scrape, not guessed.
+ */
+export class CrawlMetrics {
+  readonly registry = new Registry();
+  readonly pages: Counter<'status_class'>;
+  readonly bytes: Counter;
+  readonly fetchSeconds: Histogram;
+  readonly leases: Counter<'outcome'>;
+  readonly robotsBlocked: Counter;
+  readonly dedupeHits: Counter;
+  private server: Server | undefined;
+
+  constructor(queue: FairQueue, arena: string) {
+    const registers = [this.registry];
+    this.pages = new Counter({ name: 'weir_pages_total', help: 'Pages fetched to a final response, by status class', labelNames: ['status_class'], registers });
+    this.bytes = new Counter({ name: 'weir_bytes_total', help: 'Body bytes read (after decompression)', registers });
+    this.fetchSeconds = new Histogram({
+      name: 'weir_fetch_duration_seconds',
+      help: 'Time from sending a request to the end of its body (or its failure)',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.leases = new Counter({ name: 'weir_leases_total', help: 'Leases by what became of them: taken, committed, retried, released, dead, stale', labelNames: ['outcome'], registers });
+    this.robotsBlocked = new Counter({ name: 'weir_robots_blocked_total', help: 'URLs skipped because robots.txt disallows them', registers });
+    this.dedupeHits = new Counter({ name: 'weir_dedupe_hits_total', help: 'In-scope links dropped as already seen (shared Bloom filter)', registers });
+    new Gauge({
+      name: 'weir_domain_queued',
+      help: 'URLs queued per domain (from Redis)',
+      labelNames: ['domain'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const q of await allQueues(queue, arena)) this.set({ domain: q.name }, q.queued);
+      },
+    });
+    new Gauge({
+      name: 'weir_domain_leased',
+      help: 'URLs leased (being fetched) per domain, by all workers (from Redis)',
+      labelNames: ['domain'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const q of await allQueues(queue, arena)) this.set({ domain: q.name }, q.leased);
+      },
+    });
+    new Gauge({
+      name: 'weir_arena_leases_expired',
+      help: 'Leases of the arena that expired and went back (all workers, from Redis)',
+      registers,
+      async collect() {
+        this.set((await queue.stats(arena)).expired);
+      },
+    });
+  }
+
+  /** Serves /metrics on 0.0.0.0:port (0 = any free port); resolves the port. */
+  async listen(port: number, host = '0.0.0.0'): Promise<number> {
+    this.server = createServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      this.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': this.registry.contentType });
+          res.end(text);
+        },
+        (err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(String(err));
+        },
+      );
+    });
+    await new Promise<void>((resolve) => this.server?.listen(port, host, resolve));
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+}
+
+async function allQueues(queue: FairQueue, arena: string): Promise<{ name: string; queued: number; leased: number }[]> {
+  const out: { name: string; queued: number; leased: number }[] = [];
+  let cursor: number | null = 1;
+  for (let i = 0; cursor !== null && i < 100; i++) {
+    const page = await queue.queueStats(arena, { cursor, count: 500 });
+    out.push(...page.queues);
+    cursor = page.cursor;
+  }
+  return out;
+}
