@@ -68,6 +68,8 @@ export interface WorkerOptions {
   lookup?: LookupFunction;
   /** Backoff base after a failed robots.txt fetch (default ROBOTS.retryBaseMs, 1 s). */
   robotsRetryBaseMs?: number;
+  /** Backoff base for 5xx and network errors (default WORKER_DEFAULTS.retryBaseMs, 1 s). */
+  retryBaseMs?: number;
   /** A live progress line on stderr (pages/s, queued, leased, errors); the CLI turns it on for a terminal. */
   progress?: boolean;
   /** Prometheus metrics to keep (see CrawlMetrics). */
@@ -516,7 +518,7 @@ export class CrawlWorker {
 
   /** 5xx and network errors: retry with exponential backoff and jitter; the queue dead-letters after maxAttempts. */
   private async retryLater(lease: Lease, item: CrawlItem, domain: string, reason: string, rec: Partial<PageRecord>): Promise<void> {
-    const backoff = Math.min(WORKER_DEFAULTS.retryMaxMs, WORKER_DEFAULTS.retryBaseMs * 2 ** (lease.attempt - 1));
+    const backoff = Math.min(WORKER_DEFAULTS.retryMaxMs, (this.options.retryBaseMs ?? WORKER_DEFAULTS.retryBaseMs) * 2 ** (lease.attempt - 1));
     const delayMs = Math.round(backoff * (0.5 + Math.random()));
     const r = await this.queue.retry(lease, { delayMs, reason, countAttempt: true });
     this.counters.add(domain, 'retries');

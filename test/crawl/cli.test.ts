@@ -125,6 +125,7 @@ describe('weir CLI', () => {
     assert.equal(r1.code, 2);
     assert.equal(r1.stderr.trim().split('\n').length, 1);
     assert.match(r1.stderr, /rateLimits\.a\.com/);
+    assert.equal((await redis.keys('weir:{ok}:*')).length, 0, 'a broken seed writes nothing to Redis');
     const r2 = await run(['frobnicate', bad]);
     assert.equal(r2.code, 2);
     const r3 = await run(['kickoff', await writeSeed('nowhere'), '--redis', `redis://127.0.0.1:${await freePort()}`]);
