@@ -3,7 +3,8 @@
 
   KEYS: the arena key block (lua/includes/arena.lua).
   ARGV[1]  lease token base chosen by the client (8..48 bytes, random); lease i
-           of this call gets the token "<base>.<i>"
+           of this call gets the token "<base>.<i>"; a base already used
+           replays that call's answer (its leases still held)
   ARGV[2]  lease duration in ms (1..86400000)
   ARGV[3]  '1' when the caller was woken by the wake list (it then passes the
            wake-up on if more work is ready), else '0'
@@ -52,7 +53,24 @@ local count = int_arg(4, 'count', 1, 1000)
 local promised = str_arg(5, 'promised', 20, true)
 if promised ~= '' and not string.match(promised, '^%d+$') then fail('WEIR_BAD_ARGS', 'promised must be a queue id') end
 ensure_schema()
-if redis.call('HEXISTS', K_LEASES, base .. '.1') == 1 then fail('WEIR_BAD_ARGS', 'lease token is already in use') end
+
+-- The same call again (a client resending after a lost reply, as ioredis
+-- does after a reconnect): answer with the leases this token base was given
+-- and still holds, instead of serving more. Their serve time is given as
+-- now, which only makes a caller that keeps spacing from it wait longer.
+if redis.call('HEXISTS', K_LEASES, base .. '.1') == 1 then
+  local again = { { 0, '', fmt(now_us()) } }
+  for i = 1, count do
+    local token = base .. '.' .. i
+    local rec = redis.call('HGET', K_LEASES, token)
+    if rec then
+      local qid, attempt, item, exp = parse_lease(rec)
+      local st = qstate(qid)
+      again[#again + 1] = { token, st.name, item, attempt, fmt(math.floor(exp / 1000)), fmt(now_us()), string.format('%.3f', st.iv) }
+    end
+  end
+  return again
+end
 
 local now = now_us()
 local now_s = fmt(now)

@@ -224,8 +224,19 @@ export class CrawlWorker {
   }
 
   private async slot(): Promise<void> {
+    let failures = 0;
     while (!this.stop.signal.aborted) {
-      const lease = await this.queue.take(this.seed.arena, { signal: this.stop.signal });
+      let lease: Lease | null;
+      try {
+        lease = await this.queue.take(this.seed.arena, { signal: this.stop.signal });
+        failures = 0;
+      } catch (err) {
+        // Redis trouble the client could not ride out: log, back off (capped), try again.
+        failures++;
+        this.log?.warn({ err, failures }, 'dequeue failed; retrying');
+        await sleep(Math.min(5000, 100 * 2 ** Math.min(failures, 6)), this.stop.signal);
+        continue;
+      }
       if (!lease) return;
       try {
         await this.process(lease);
@@ -258,22 +269,32 @@ export class CrawlWorker {
     while (!this.stop.signal.aborted) {
       await sleep(WORKER_DEFAULTS.drainCheckMs, this.stop.signal);
       if (this.stop.signal.aborted) return;
-      if (this.seed.maxPages !== null) {
-        const pages = Number((await this.redis.get(this.keys.pages)) ?? 0);
-        if (pages >= this.seed.maxPages) {
-          this.log?.info({ pages }, 'maxPages reached');
-          this.halt('maxPages', false);
-          return;
-        }
-      }
-      if (this.options.exitWhenDone) {
-        const s = await this.queue.stats(this.seed.arena);
-        if (s.drained) {
-          this.halt('drained', false);
-          return;
-        }
+      try {
+        if (await this.ended()) return;
+      } catch (err) {
+        this.log?.warn({ err }, 'checking whether the arena is drained failed; will check again');
       }
     }
+  }
+
+  /** True (and the worker halted) when maxPages is reached or, with exitWhenDone, the arena is drained. */
+  private async ended(): Promise<boolean> {
+    if (this.seed.maxPages !== null) {
+      const pages = Number((await this.redis.get(this.keys.pages)) ?? 0);
+      if (pages >= this.seed.maxPages) {
+        this.log?.info({ pages }, 'maxPages reached');
+        this.halt('maxPages', false);
+        return true;
+      }
+    }
+    if (this.options.exitWhenDone) {
+      const s = await this.queue.stats(this.seed.arena);
+      if (s.drained) {
+        this.halt('drained', false);
+        return true;
+      }
+    }
+    return false;
   }
 
   private async process(lease: Lease): Promise<void> {

@@ -432,7 +432,11 @@ export class FairQueue {
   private listener(arena: string): WakeListener {
     let l = this.listeners.get(arena);
     if (!l) {
-      if (!this.blocker) this.blocker = this.client.duplicate();
+      if (!this.blocker) {
+        this.blocker = this.client.duplicate();
+        // Its connection errors surface through the waits (and the main client's commands).
+        this.blocker.on('error', () => undefined);
+      }
       l = new WakeListener(this.blocker, arenaKey(this.prefix, arena, 'wake'));
       this.listeners.set(arena, l);
     }

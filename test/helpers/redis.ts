@@ -41,7 +41,8 @@ async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
   for (;;) {
     try {
       const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'ping']);
-      if (stdout.trim() === 'PONG') return;
+      // NOAUTH: up, but asking for a password (ACL tests).
+      if (stdout.trim() === 'PONG' || /NOAUTH/.test(stdout)) return;
     } catch {
       // not up yet
     }

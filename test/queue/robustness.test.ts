@@ -139,6 +139,23 @@ describe('script cache and connections', () => {
   });
 });
 
+describe('replayed calls', () => {
+  it('a dequeue resent with the same token (a client retrying after a lost reply) gets the same leases back', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['one', 'two', 'three']);
+    const runner = new ScriptRunner(fx.redis);
+    const keys = arenaKeys('weir', arena);
+    const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, ''])) as unknown[][];
+    const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, ''])) as unknown[][];
+    assert.deepEqual(first.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
+    assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased], [1, 2], 'nothing served twice');
+  });
+});
+
 describe('arenas', () => {
   it('share no keys: every key carries its arena hash tag, and work in one never shows in another', async () => {
     const q = fx.queue();
