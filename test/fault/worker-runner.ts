@@ -8,7 +8,12 @@ import { JsonlWriter } from '../../src/crawl/output.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 
-const cfg = JSON.parse(process.argv[2] ?? '{}') as { redisUrl: string; seed: Record<string, unknown>; concurrency: number; retryBaseMs?: number; out: string };
+const cfg = JSON.parse(process.argv[2] ?? '{}') as { redisUrl: string; seed: Record<string, unknown>; concurrency: number; retryBaseMs?: number; out: string; clockSkewMs?: number };
+if (cfg.clockSkewMs) {
+  // This process's wall clock runs off by clockSkewMs (the clock-skew test).
+  const realNow = Date.now.bind(Date);
+  Date.now = () => realNow() + (cfg.clockSkewMs ?? 0);
+}
 const redis = new Redis(cfg.redisUrl, { maxRetriesPerRequest: null });
 const out = new JsonlWriter(cfg.out);
 const summary = await new CrawlWorker(redis, validateSeed(cfg.seed), { concurrency: cfg.concurrency, exitWhenDone: true, out, robotsRetryBaseMs: 50, ...(cfg.retryBaseMs !== undefined ? { retryBaseMs: cfg.retryBaseMs } : {}) }).run();

@@ -1,0 +1,143 @@
+/**
+ * Workers killed at random mid-crawl, and workers whose clocks run minutes
+ * off: the crawl completes, and every rate limit holds (only Redis time is used).
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { FairQueue } from '../../src/queue/index.js';
+import { kickoff } from '../../src/crawl/kickoff.js';
+import { validateSeed } from '../../src/crawl/seed.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const PAGES = 200;
+let server: RedisServer;
+let redis: Redis;
+let web: FixtureWeb;
+let dir: string;
+
+before(async () => {
+  server = await startRedis();
+  redis = server.client();
+  dir = await mkdtemp(join(tmpdir(), 'weir-workers-'));
+  web = new FixtureWeb();
+  for (const name of ['K', 'S']) {
+    await web.site(name, { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (req, res) => {
+      const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
+      if (n < 0 || n >= PAGES) {
+        res.writeHead(404, { 'content-type': 'text/html' });
+        res.end('no');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html([2 * n + 1, 2 * n + 2].filter((k) => k < PAGES).map((k) => `<a href="/p/${k}">${k}</a>`).join(' ')));
+    });
+  }
+});
+
+after(async () => {
+  await web.close();
+  await server.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
+
+describe('workers killed at random', () => {
+  it('4 worker processes, one SIGKILLed every second and replaced: the crawl completes; re-fetches only for leases in flight at a kill', async (t) => {
+    const K = web.sites.get('K');
+    assert.ok(K);
+    const seedPath = join(dir, 'kill.yaml');
+    await writeFile(seedPath, `arena: killloop\nrateLimits:\n  "${K.key}": 50\nstart: ["${K.origin}/"]\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 4\n`);
+    await kickoff(redis, validateSeed({ arena: 'killloop', rateLimits: { [K.key]: 50 }, start: [`${K.origin}/`], allowPrivateNetworks: true, maxInFlightPerDomain: 4 }));
+    const CONCURRENCY = 2;
+    const start = (): ChildProcess =>
+      spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'worker', seedPath, '--redis', server.url, '--exit-when-done', '--lease-ms', '1500', '--concurrency', String(CONCURRENCY)], {
+        stdio: 'ignore',
+        env: { ...process.env, WEIR_LOG_LEVEL: 'warn' },
+      });
+    let workers = [start(), start(), start(), start()];
+    const q = new FairQueue(redis);
+    let kills = 0;
+    try {
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 1000));
+        const s = await q.stats('killloop');
+        if (s.drained || Date.now() > deadline) break;
+        const victim = workers[Math.floor(Math.random() * workers.length)] as ChildProcess;
+        if (victim.exitCode === null) {
+          victim.kill('SIGKILL');
+          kills++;
+          workers = [...workers.filter((w) => w !== victim), start()];
+        }
+      }
+      await Promise.all(workers.map(exited));
+      const s = await q.stats('killloop');
+      assert.deepEqual([s.queued, s.leased, s.delayed, s.dead], [0, 0, 0, 0]);
+    } finally {
+      for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+      await q.close();
+    }
+    const paths = web.of('K').map((r) => r.path).filter((p) => p !== '/robots.txt');
+    for (let n = 0; n < PAGES; n++) assert.ok(paths.includes(n === 0 ? '/' : `/p/${n}`), `page ${n}`);
+    const refetched = paths.length - new Set(paths).size;
+    t.diagnostic(`${kills} kills, ${refetched} pages fetched twice (bound: kills × concurrency = ${kills * CONCURRENCY})`);
+    assert.ok(kills >= 2, 'the crawl lasted long enough to kill workers');
+    assert.ok(refetched <= kills * CONCURRENCY, `${refetched} re-fetches for ${kills} kills`);
+    assert.ok(smallestGap(web.of('K')) >= 20 - 5, 'the rate held through the kills');
+  });
+});
+
+describe('clock skew', () => {
+  it('workers whose clocks run 5 minutes fast and slow still keep the rate: only Redis time is used', async (t) => {
+    const S = web.sites.get('S');
+    assert.ok(S);
+    const seed = { arena: 'skew', rateLimits: { [S.key]: 10 }, start: [`${S.origin}/`], allowPrivateNetworks: true, maxDepth: 4, maxInFlightPerDomain: 4 };
+    await kickoff(redis, validateSeed(seed));
+    const run = (skew: number): Promise<number | null> => {
+      const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fault/worker-runner.ts'), JSON.stringify({ redisUrl: server.url, seed, concurrency: 4, out: join(dir, `skew${skew}.jsonl`), clockSkewMs: skew })], { stdio: 'ignore' });
+      return exited(p);
+    };
+    const codes = await Promise.all([run(5 * 60_000), run(-5 * 60_000)]);
+    assert.deepEqual(codes, [0, 0]);
+    const reqs = web.of('S');
+    assert.equal(reqs.filter((r) => r.path !== '/robots.txt').length, 31, 'depth 0..4 of the tree');
+    t.diagnostic(`smallest gap ${smallestGap(reqs).toFixed(1)} ms at 10/s`);
+    assert.ok(smallestGap(reqs) >= 100 - 5, `smallest gap ${smallestGap(reqs)} ms`);
+  });
+
+  it('negative control: the same check fails for a scheduler that trusts client clocks (the seed design)', async () => {
+    // next-allowed time kept in Redis but compared with the caller's clock, as the seed design did.
+    const script = `local nx = tonumber(redis.call('GET', KEYS[1]) or '0')
+      local now = tonumber(ARGV[1])
+      if now >= nx then redis.call('SET', KEYS[1], now + tonumber(ARGV[2])); return 1 end
+      return 0`;
+    const grants: number[] = [];
+    const client = (skew: number) => async (): Promise<void> => {
+      const until = Date.now() + 1000;
+      while (Date.now() < until) {
+        const ok = await redis.eval(script, 1, 'control:{skew}:next', String(Date.now() + skew), '100');
+        if (ok === 1) grants.push(performance.now());
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    await redis.del('control:{skew}:next');
+    // The slow clock's worker gets a grant first (as it will, sooner or later, in any mix) …
+    assert.equal(await redis.eval(script, 1, 'control:{skew}:next', String(Date.now() - 5 * 60_000), '100'), 1);
+    grants.push(performance.now());
+    // … and from then on the fast clock is always past "next".
+    await Promise.all([client(5 * 60_000)(), client(-5 * 60_000)()]);
+    const sorted = grants.sort((a, b) => a - b);
+    let min = Infinity;
+    for (let i = 1; i < sorted.length; i++) min = Math.min(min, (sorted[i] as number) - (sorted[i - 1] as number));
+    // Once the slow clock has set "next", the fast clock is granted at every poll, far under 100 ms apart.
+    assert.ok(min < 100 - 5, `the client-clock scheduler kept ${min} ms: the check would not catch it`);
+  });
+});
