@@ -594,6 +594,8 @@ export class CrawlWorker {
   private async fetchRobots(origin: string, domain: string, failures: number): Promise<void> {
     let url = `${origin}/robots.txt`;
     let state: RobotsState | null = null;
+    // When the request went out, this process's clock (a Crawl-delay counts from it).
+    const sentAt = performance.now();
     for (let hop = 0; hop <= ROBOTS.maxRedirects && !state; hop++) {
       let res: FetchResult;
       try {
@@ -627,12 +629,12 @@ export class CrawlWorker {
     this.counters.add(domain, 'robotsFetches');
     this.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
     if (state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0) {
-      await this.applyCrawlDelay(origin, domain, state.rules.crawlDelay);
+      await this.applyCrawlDelay(origin, domain, state.rules.crawlDelay, sentAt);
     }
   }
 
   /** Crawl-delay lowers a domain's rate, never raises it; the largest delay of the domain's origins wins. */
-  private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number): Promise<void> {
+  private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number, robotsSentAt: number): Promise<void> {
     const capped = Math.min(ROBOTS.maxCrawlDelaySeconds, delaySeconds);
     await this.redis.hset(this.keys.crawlDelays, origin, String(capped));
     const configured = this.seed.rateLimits[domain];
@@ -650,6 +652,12 @@ export class CrawlWorker {
       const again = await this.redis.hgetall(this.keys.crawlDelays);
       if (Object.keys(again).length === Object.keys(all).length) break;
     }
+    // The new interval counts from when robots.txt actually went out, which may
+    // have been after its slot (setLimits counts from the slot): pause up to it.
+    const clock = this.queue.clock;
+    const nextSend = clock.toRedis(robotsSentAt) + capped * 1000 - WORKER_DEFAULTS.sendDelayMs + 1;
+    const ms = Math.ceil(nextSend - clock.toRedis(performance.now()));
+    if (ms > 0) await this.queue.pause(this.seed.arena, domain, ms);
     this.log?.info({ domain, origin, crawlDelay: capped }, 'Crawl-delay applied');
   }
 
