@@ -40,7 +40,7 @@ export const WORKER_DEFAULTS = {
    * handed back unused: politeness over throughput.
    */
   sendDelayMs: 10,
-  sendSlackMs: 3,
+  sendSlackMs: 1,
 } as const;
 
 export interface PageContext {
@@ -561,13 +561,17 @@ export class CrawlWorker {
    */
   private async holdToSlot(lease: Lease): Promise<boolean> {
     if (lease.intervalMs === 0) return true;
-    const sendAt = lease.localServedAt + WORKER_DEFAULTS.sendDelayMs;
+    // The slot's time on this clock is known to within ±u (half the best round
+    // trip seen): wait for its latest possible time, so a request is never
+    // early, and count the ±u spread as lateness the next slot must absorb.
+    const u = this.queue.clock.uncertaintyMs;
+    const sendAt = lease.localServedAt + WORKER_DEFAULTS.sendDelayMs + u;
     await sleepUntil(sendAt, this.fetchAbort.signal);
     if (this.fetchAbort.signal.aborted) {
       await this.handBack(lease);
       return false;
     }
-    const late = performance.now() - sendAt;
+    const late = performance.now() - sendAt + 2 * u;
     if (late <= WORKER_DEFAULTS.sendSlackMs) return true;
     // Push the domain's next slot out by the lateness (plus what the pause call
     // itself may add), while that slot is still ahead; then send.

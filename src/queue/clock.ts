@@ -37,6 +37,6 @@ export class RedisClock {
 
   /** Half the round trip of the sample in use: the estimate's error bound, ms. */
   get uncertaintyMs(): number {
-    return this.bestRtt / 2;
+    return Number.isFinite(this.bestRtt) ? this.bestRtt / 2 : 0;
   }
 }
