@@ -19,15 +19,26 @@ export function crawlKeys(arena: string, prefix: string = QUEUE_DEFAULTS.prefix)
     /** Crawl-delay per origin, seconds, as read from robots.txt. */
     crawlDelays: k('crawldelay'),
     /** robots.txt of one origin (JSON, 24 h TTL). */
-    robots: (origin: string) => k(`robots:${origin}`),
+    robots: (origin: string) => k(`robots:${checkOrigin(origin)}`),
     /** Short lock: one worker fetches an origin's robots.txt. */
-    robotsLock: (origin: string) => k(`robotslock:${origin}`),
+    robotsLock: (origin: string) => k(`robotslock:${checkOrigin(origin)}`),
     /** The pattern every key of the arena matches (for clear). */
     pattern: `${prefix}:{${arena}}:*`,
   };
 }
 
 export type CrawlKeys = ReturnType<typeof crawlKeys>;
+
+const ORIGIN = /^https?:\/\/(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(:\d{1,5})?$/;
+
+/**
+ * The only page-derived text that becomes part of a key name is an origin,
+ * and only in this shape (scheme, host, port as the URL parser wrote them).
+ */
+export function checkOrigin(origin: string): string {
+  if (!ORIGIN.test(origin)) throw new Error(`not an origin weir keys on: ${JSON.stringify(origin.slice(0, 100))}`);
+  return origin;
+}
 
 /** A queued URL. Short names: millions of these sit in Redis. */
 export interface CrawlItem {

@@ -37,6 +37,9 @@ export function normalizeToUrl(input: string, base?: string | URL): URL | null {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
   if (u.hostname === '') return null;
+  // Host names as DNS has them (letters, digits, '-', '_', '.'; IDNs are punycode by now) or IP
+  // literals. WHATWG URLs also admit characters such as '{' or '!' in a host: no DNS name has them.
+  if (!/^([a-z0-9_-]+\.)*[a-z0-9_-]+\.?$/.test(u.hostname) && !/^\[[0-9a-f:.]+\]$/.test(u.hostname)) return null;
   // (An empty fragment, "x#", reads as hash '' but still shows in href.)
   if (u.hash !== '' || u.href.endsWith('#')) u.hash = '';
   if (u.username !== '' || u.password !== '') {

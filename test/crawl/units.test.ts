@@ -6,7 +6,8 @@ import { bloomParams, bloomPositions, BLOCK_BITS, blockedFalsePositiveRate, clas
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../../src/crawl/domains.js';
 import { extractLinks, headerNofollow } from '../../src/crawl/links.js';
 import { guardedLookup, isPrivateAddress } from '../../src/crawl/netguard.js';
-import { normalizeUrl } from '../../src/crawl/normalize.js';
+import { normalizeUrl, originOf } from '../../src/crawl/normalize.js';
+import { crawlKeys } from '../../src/crawl/keys.js';
 import { parseRobots, RobotsMatcher } from '../../src/crawl/robots.js';
 import { parseSeedText, SeedError, SEED_DEFAULTS } from '../../src/crawl/seed.js';
 
@@ -111,6 +112,8 @@ describe('URL normalisation', () => {
       ['javascript:alert(1)', null],
       ['ftp://a.com/', null],
       ['not a url', null],
+      ['http://a{b}.com/', null],
+      ['http://a_b.example/x', 'http://a_b.example/x'],
       [`http://a.com/${'x'.repeat(9000)}`, null],
     ];
     for (const [input, want] of cases) {
@@ -246,5 +249,17 @@ describe('private-network guard', () => {
     answers['public.test'] = '169.254.169.254';
     assert.equal(await ask('public.test'), 'error WEIR_PRIVATE_ADDRESS');
     assert.equal(await new Promise((res) => guardedLookup(true, resolve)('sneaky.test', {}, (_e, a) => res(a))), '127.0.0.1');
+  });
+});
+
+describe('key names from page content', () => {
+  it('only a validated origin goes into a key name', () => {
+    const keys = crawlKeys('a');
+    for (const u of ['http://Example.COM:8080/x', 'https://bücher.de/', 'http://[::1]:9000/']) {
+      const n = normalizeUrl(u);
+      assert.ok(n);
+      assert.ok(keys.robots(originOf(n)).startsWith('weir:{a}:robots:http'));
+    }
+    for (const bad of ['http://a.com/x', 'http://a{b}.com', 'redis://x', 'http://a.com:8080\r\nDEL x']) assert.throws(() => keys.robots(bad), bad);
   });
 });

@@ -90,20 +90,20 @@ describe('Redis restarted mid-crawl (AOF, appendfsync everysec)', () => {
 });
 
 describe('Redis unreachable', () => {
-  it('for 20 s mid-crawl: no crash, capped backoff (no busy loop), the crawl finishes', async (t) => {
+  it('for a minute mid-crawl: no crash, capped backoff (no busy loop), the crawl finishes', async (t) => {
     const server = await startRedis({ appendonly: true });
     try {
       let downFor = 0;
       const r = await crawlThrough('outage', server, async () => {
         await server.stop('SIGTERM');
         const t0 = Date.now();
-        await new Promise((res) => setTimeout(res, 20_000));
+        await new Promise((res) => setTimeout(res, 60_000));
         downFor = Date.now() - t0;
         await server.restart();
       });
       t.diagnostic(`down ${downFor} ms: ${r.reconnects} reconnect attempts by 2 workers (and their blocking connections)`);
-      // Backoff 200 ms, 400 ms, … capped at 5 s: a handful per connection over 20 s, not thousands.
-      assert.ok(r.reconnects > 0 && r.reconnects < 60, `${r.reconnects} reconnect attempts`);
+      // Backoff 200 ms, 400 ms, … capped at 5 s: about a dozen per connection over a minute, not thousands.
+      assert.ok(r.reconnects > 0 && r.reconnects < 120, `${r.reconnects} reconnect attempts`);
     } finally {
       await server.destroy();
     }
