@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { FairQueue } from '../../src/queue/index.js';
 import { crawl } from '../../src/index.js';
 import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, html } from '../helpers/web.js';
+import { FixtureWeb, treeSite } from '../helpers/web.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 let server: RedisServer;
@@ -26,18 +26,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'weir-cli-'));
   web = new FixtureWeb();
   // A tree of PAGES pages, each answering after 30 ms.
-  await web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, async (req, res) => {
-    const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
-    await new Promise((r) => setTimeout(r, 30));
-    if (n < 0 || n >= PAGES) {
-      res.writeHead(404, { 'content-type': 'text/html' });
-      res.end(html('no'));
-      return;
-    }
-    const kids = [2 * n + 1, 2 * n + 2].filter((k) => k < PAGES).map((k) => `<a href="/p/${k}">${k}</a>`);
-    res.writeHead(200, { 'content-type': 'text/html' });
-    res.end(html(kids.join(' ')));
-  });
+  await web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES, 30));
 });
 
 after(async () => {

@@ -15,7 +15,7 @@ import { validateSeed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 import { connectRedis } from '../../src/redis.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, html } from '../helpers/web.js';
+import { FixtureWeb, treeSite } from '../helpers/web.js';
 
 const PAGES = 120;
 let web: FixtureWeb;
@@ -24,16 +24,7 @@ let dir: string;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'weir-redisfault-'));
   web = new FixtureWeb();
-  await web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (req, res) => {
-    const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
-    if (n < 0 || n >= PAGES) {
-      res.writeHead(404, { 'content-type': 'text/html' });
-      res.end('no');
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/html' });
-    res.end(html([2 * n + 1, 2 * n + 2].filter((k) => k < PAGES).map((k) => `<a href="/p/${k}">${k}</a>`).join(' ')));
-  });
+  await web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES));
 });
 
 after(async () => {

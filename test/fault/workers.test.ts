@@ -13,7 +13,7 @@ import { FairQueue } from '../../src/queue/index.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
+import { FixtureWeb, smallestGap, treeSite } from '../helpers/web.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const PAGES = 200;
@@ -28,16 +28,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'weir-workers-'));
   web = new FixtureWeb();
   for (const name of ['K', 'S']) {
-    await web.site(name, { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (req, res) => {
-      const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
-      if (n < 0 || n >= PAGES) {
-        res.writeHead(404, { 'content-type': 'text/html' });
-        res.end('no');
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html([2 * n + 1, 2 * n + 2].filter((k) => k < PAGES).map((k) => `<a href="/p/${k}">${k}</a>`).join(' ')));
-    });
+    await web.site(name, { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES));
   }
 });
 

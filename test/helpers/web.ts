@@ -88,3 +88,21 @@ export function smallestGap(reqs: RecordedRequest[]): number {
 }
 
 export const html = (body: string, head = ''): string => `<!doctype html><html><head><title>fixture</title>${head}</head><body>${body}</body></html>`;
+
+/**
+ * A binary tree of `pages` HTML pages: "/" is page 0, "/p/N" page N, each
+ * linking to its two children. Optionally each answer waits `delayMs`.
+ */
+export function treeSite(pages: number, delayMs = 0): Handler {
+  return async (req, res) => {
+    const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    if (n < 0 || n >= pages) {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end('no');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html([2 * n + 1, 2 * n + 2].filter((k) => k < pages).map((k) => `<a href="/p/${k}">${k}</a>`).join(' ')));
+  };
+}
