@@ -27,7 +27,7 @@ const USAGE = `weir — a polite, horizontally scalable web crawler
 usage:
   weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
-  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done] [--metrics-port P]
+  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done] [--metrics-port P] [--redis-wait S]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl]
   weir status SEED [--json] [--watch]
   weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
@@ -43,6 +43,8 @@ options:
   --workers N        worker processes for crawl (default: CPU cores)
   --out FILE         one JSON line per URL (crawl truncates it, worker appends)
   --exit-when-done   exit when the arena is drained or maxPages is reached
+  --redis-wait S     a worker started while Redis is unreachable retries for S seconds
+                     (capped backoff, each try logged) before exiting 3 (default 60)
   --metrics-port P   serve Prometheus metrics at http://0.0.0.0:P/metrics (worker)
   --lease-ms N       how long a worker holds a URL before it goes back if the worker dies
                      (default ${WORKER_DEFAULTS.leaseMs}; renewed while a fetch runs)
@@ -66,6 +68,12 @@ function positiveInt(name: string, v: string | undefined, fallback: number): num
   if (v === undefined) return fallback;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number ≥ 1, got ${v}`);
+  return n;
+}
+
+function nonNegative(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be a number ≥ 0, got ${v}`);
   return n;
 }
 
@@ -131,12 +139,17 @@ async function cmdKickoff(seedPath: string, url: string, log: Logger): Promise<n
 async function cmdWorker(
   seedPath: string,
   url: string,
-  opts: { concurrency: number; out?: string; exitWhenDone: boolean; leaseMs: number; metricsPort?: number },
+  opts: { concurrency: number; out?: string; exitWhenDone: boolean; leaseMs: number; metricsPort?: number; redisWaitMs: number },
   log: Logger,
 ): Promise<number> {
   const local = await loadSeedFile(seedPath);
   const sig = trapSignals(log);
-  const redis = await connectRedis(url, { onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting') });
+  const redis = await connectRedis(url, {
+    waitMs: opts.redisWaitMs,
+    connectTimeoutMs: 2000,
+    onRetry: (attempt, delayMs, error) => log.warn({ attempt, delayMs, error }, `Redis unreachable (${error}): retrying in ${delayMs} ms`),
+    onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting'),
+  });
   await warnEviction(redis, log);
   log.info({ arena: local.arena }, 'worker starting');
   const seed = await storedSeed(redis, local, log, sig.signal);
@@ -265,6 +278,7 @@ export async function main(argv: string[]): Promise<number> {
         'exit-when-done': { type: 'boolean', default: false },
         'lease-ms': { type: 'string' },
         'metrics-port': { type: 'string' },
+        'redis-wait': { type: 'string' },
         json: { type: 'boolean', default: false },
         watch: { type: 'boolean', default: false },
         requeue: { type: 'boolean', default: false },
@@ -299,6 +313,7 @@ export async function main(argv: string[]): Promise<number> {
           {
             concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
             leaseMs: positiveInt('lease-ms', values['lease-ms'], WORKER_DEFAULTS.leaseMs),
+            redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
             ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port']) } : {}),
             ...(values.out ? { out: values.out } : {}),
             exitWhenDone: values['exit-when-done'],

@@ -20,12 +20,36 @@ export function redactRedisUrl(url: string): string {
 }
 
 /**
- * Opens a Redis connection for a long-running process: it reconnects with
- * capped backoff forever (a restarted Redis must not kill workers) and
- * commands wait while it is down, but the first connection must succeed
- * within `connectTimeoutMs` or this throws RedisUnreachableError.
+ * Opens a Redis connection for a long-running process: once connected it
+ * reconnects with capped backoff forever (a restarted Redis must not kill
+ * workers) and commands wait while it is down. The first connection is
+ * tried for up to `waitMs` (default 0: one try of `connectTimeoutMs`), with
+ * capped backoff between tries reported through `onRetry`; then this throws
+ * RedisUnreachableError.
  */
-export async function connectRedis(url: string, options: { connectTimeoutMs?: number; onReconnect?: (attempt: number, delayMs: number) => void } = {}): Promise<Redis> {
+export async function connectRedis(
+  url: string,
+  options: {
+    connectTimeoutMs?: number;
+    waitMs?: number;
+    onReconnect?: (attempt: number, delayMs: number) => void;
+    onRetry?: (attempt: number, delayMs: number, error: string) => void;
+  } = {},
+): Promise<Redis> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectOnce(url, options);
+    } catch (err) {
+      const delay = Math.min(5000, 200 * 2 ** Math.min(attempt - 1, 5));
+      if (Date.now() - started + delay > (options.waitMs ?? 0)) throw err;
+      options.onRetry?.(attempt, delay, (err as Error).message);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+async function connectOnce(url: string, options: { connectTimeoutMs?: number; onReconnect?: (attempt: number, delayMs: number) => void }): Promise<Redis> {
   const redisOptions: RedisOptions = {
     maxRetriesPerRequest: null,
     enableOfflineQueue: true,

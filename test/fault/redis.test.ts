@@ -14,7 +14,7 @@ import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 import { connectRedis } from '../../src/redis.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
 import { FixtureWeb, treeSite } from '../helpers/web.js';
 
 const PAGES = 120;
@@ -98,6 +98,38 @@ describe('Redis unreachable', () => {
     } finally {
       await server.destroy();
     }
+  });
+
+  it('at start: a worker retries with capped backoff, logging each try, and carries on when Redis comes', async (t) => {
+    const T = web.sites.get('T');
+    assert.ok(T);
+    const port = await freePort();
+    const seedPath = join(dir, 'late.yaml');
+    await writeFile(seedPath, `arena: late\nrateLimits:\n  "${T.key}": unlimited\nstart: ["${T.origin}/"]\nallowPrivateNetworks: true\nmaxDepth: 2\n`);
+    const cli = new URL('../../src/cli.ts', import.meta.url).pathname;
+    const p = spawn(process.execPath, ['--import', 'tsx', cli, 'worker', seedPath, '--redis', `redis://127.0.0.1:${port}`, '--exit-when-done'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WEIR_LOG_LEVEL: 'info' } });
+    let stderr = '';
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    await new Promise((r) => setTimeout(r, 4000));
+    const server = await startRedis({ port });
+    try {
+      const setup = await connectRedis(server.url);
+      await kickoff(setup, validateSeed({ arena: 'late', rateLimits: { [T.key]: 'unlimited' }, start: [`${T.origin}/`], allowPrivateNetworks: true, maxDepth: 2 }));
+      setup.disconnect();
+      const code = await new Promise((res) => p.on('exit', res));
+      const tries = stderr.split('\n').filter((l) => l.includes('Redis unreachable')).length;
+      t.diagnostic(`${tries} logged tries in about 4 s before Redis came`);
+      assert.equal(code, 0, stderr.slice(-1500));
+      assert.ok(tries >= 2 && tries <= 8, `${tries} tries: capped backoff, not a busy loop`);
+    } finally {
+      if (p.exitCode === null) p.kill('SIGKILL');
+      await server.destroy();
+    }
+  });
+
+  it('at start, when it never comes: one line and exit 3 (kickoff at once; a worker after --redis-wait)', async () => {
+    const w = spawn(process.execPath, ['--import', 'tsx', new URL('../../src/cli.ts', import.meta.url).pathname, 'worker', join(dir, 'late.yaml'), '--redis', 'redis://127.0.0.1:1', '--redis-wait', '1'], { stdio: 'ignore' });
+    assert.equal(await new Promise((res) => w.on('exit', res)), 3);
   });
 
   it('at start: the CLI says so in one line and exits 3', async () => {

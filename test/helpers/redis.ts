@@ -54,12 +54,14 @@ async function waitForPing(port: number, timeoutMs = 10_000): Promise<void> {
 export interface RedisServerOptions {
   args?: string[];
   appendonly?: boolean;
+  /** A port to use instead of a free one. */
+  port?: number;
 }
 
 /** Starts a private redis-server on a free loopback port with its own data dir. */
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
   const dir = await mkdtemp(join(tmpdir(), 'weir-redis-'));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const args = [
     '--port', String(port),
     '--bind', '127.0.0.1',
