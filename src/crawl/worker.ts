@@ -210,6 +210,7 @@ export class CrawlWorker {
     const flusher = setInterval(() => void this.counters.flush(this.redis, this.keys.stats).catch(() => undefined), 1000);
     const monitor = this.options.exitWhenDone || this.seed.maxPages !== null ? this.watchForEnd() : Promise.resolve();
     const progress = this.options.progress ? this.showProgress() : undefined;
+    await this.fetcher.warmUp();
     try {
       await Promise.all([...Array.from({ length: concurrency }, () => this.slot()), monitor]);
     } finally {
@@ -317,12 +318,13 @@ export class CrawlWorker {
       if (await this.robots.lock(origin, this.id)) {
         // Nothing may be awaited between the slot's send time and the request.
         await this.fetcher.prepare(`${origin}/robots.txt`);
-        if (!(await this.holdToSlot(lease))) {
+        const sendAt = await this.holdToSlot(lease);
+        if (sendAt === null) {
           await this.robots.unlock(origin);
           return;
         }
         try {
-          await this.fetchRobots(origin, domain, robots?.state.state === 'error' ? robots.state.failures : 0);
+          await this.fetchRobots(origin, domain, robots?.state.state === 'error' ? robots.state.failures : 0, (at) => this.sentLate(lease, sendAt, at));
         } finally {
           await this.robots.unlock(origin);
         }
@@ -368,14 +370,15 @@ export class CrawlWorker {
     };
 
     await this.fetcher.prepare(item.u);
-    if (!(await this.holdToSlot(lease))) {
+    const sendAt = await this.holdToSlot(lease);
+    if (sendAt === null) {
       await unreserve();
       return;
     }
     const keepAlive = setInterval(() => void this.queue.extend(lease, this.leaseMs).catch(() => undefined), Math.max(50, this.leaseMs / 2));
     let res: FetchResult;
     try {
-      res = await this.fetcher.fetch(item.u, (ct, status) => status >= 200 && status < 300 && (ct === null || isHtml(ct)), this.fetchAbort.signal);
+      res = await this.fetcher.fetch(item.u, (ct, status) => status >= 200 && status < 300 && (ct === null || isHtml(ct)), this.fetchAbort.signal, (at) => this.sentLate(lease, sendAt, at));
     } catch (err) {
       clearInterval(keepAlive);
       if (err instanceof FetchError) this.options.metrics?.fetchSeconds.observe(err.elapsedMs / 1000);
@@ -559,8 +562,8 @@ export class CrawlWorker {
    * whole; otherwise (no time left before the next slot) the lease is handed
    * back unused. Unlimited domains have no gaps to keep: no wait.
    */
-  private async holdToSlot(lease: Lease): Promise<boolean> {
-    if (lease.intervalMs === 0) return true;
+  private async holdToSlot(lease: Lease): Promise<number | null> {
+    if (lease.intervalMs === 0) return performance.now();
     // The slot's time on this clock is known to within ±u (half the best round
     // trip seen): wait for its latest possible time, so a request is never
     // early, and count the ±u spread as lateness the next slot must absorb.
@@ -569,10 +572,10 @@ export class CrawlWorker {
     await sleepUntil(sendAt, this.fetchAbort.signal);
     if (this.fetchAbort.signal.aborted) {
       await this.handBack(lease);
-      return false;
+      return null;
     }
     const late = performance.now() - sendAt + 2 * u;
-    if (late <= WORKER_DEFAULTS.sendSlackMs) return true;
+    if (late <= WORKER_DEFAULTS.sendSlackMs) return sendAt;
     // Push the domain's next slot out by the lateness (plus what the pause call
     // itself may add), while that slot is still ahead; then send.
     const cover = late + 5;
@@ -583,19 +586,38 @@ export class CrawlWorker {
       const now = performance.now();
       if (now - sendAt <= cover && clock.toRedis(now) < lease.servedAt + lease.intervalMs) {
         this.counters.add(lease.queue, 'lateSends');
-        return true;
+        // The pause already covers this much lateness.
+        return sendAt + cover - 2 * u;
       }
     }
     this.counters.add(lease.queue, 'lateSlots');
     await this.handBack(lease);
-    return false;
+    return null;
+  }
+
+  /**
+   * The request's headers reached the socket at `at` (local clock). Later
+   * than planned by more than the slack (undici's own start-up, a busy event
+   * loop): push the domain's next slot out by as much, so the gap after this
+   * request is still whole.
+   */
+  private sentLate(lease: Lease, plannedAt: number, at: number): void {
+    if (lease.intervalMs === 0) return;
+    const u = this.queue.clock.uncertaintyMs;
+    const late = at - plannedAt + 2 * u;
+    if (late <= WORKER_DEFAULTS.sendSlackMs) return;
+    const clock = this.queue.clock;
+    const pauseUntilRedis = lease.servedAt + WORKER_DEFAULTS.sendDelayMs + late + lease.intervalMs - WORKER_DEFAULTS.sendDelayMs + 1;
+    const ms = Math.ceil(pauseUntilRedis - clock.toRedis(performance.now()));
+    this.counters.add(lease.queue, 'lateSends');
+    if (ms > 0) void this.queue.pause(this.seed.arena, lease.queue, ms).catch(() => undefined);
   }
 
   private async handBack(lease: Lease): Promise<void> {
     if ((await this.queue.release(lease)) === 'ok') this.summary.released++;
   }
 
-  private async fetchRobots(origin: string, domain: string, failures: number): Promise<void> {
+  private async fetchRobots(origin: string, domain: string, failures: number, onSent?: (at: number) => void): Promise<void> {
     let url = `${origin}/robots.txt`;
     let state: RobotsState | null = null;
     // When the request went out, this process's clock (a Crawl-delay counts from it).
@@ -603,7 +625,7 @@ export class CrawlWorker {
     for (let hop = 0; hop <= ROBOTS.maxRedirects && !state; hop++) {
       let res: FetchResult;
       try {
-        res = await this.fetcher.fetch(url, () => true, this.fetchAbort.signal);
+        res = await this.fetcher.fetch(url, () => true, this.fetchAbort.signal, hop === 0 ? onSent : undefined);
       } catch (err) {
         const reason = err instanceof FetchError ? `${err.code}: ${err.message}` : String(err);
         // A refused address will be refused again: no point in retrying.
