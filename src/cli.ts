@@ -9,10 +9,9 @@ import { FairQueue, WeirError, type DeadItem } from './queue/index.js';
 import { clearArena } from './crawl/clear.js';
 import { runDemo } from './demo/run.js';
 import { EmbeddedRedis } from './embedded-redis.js';
-import { kickoff } from './crawl/kickoff.js';
-import { crawlKeys } from './crawl/keys.js';
+import { kickoff, readStoredSeed } from './crawl/kickoff.js';
 import { JsonlWriter } from './crawl/output.js';
-import { loadSeedFile, SeedError, validateSeed, type Seed } from './crawl/seed.js';
+import { loadSeedFile, SeedError, type Seed } from './crawl/seed.js';
 import { crawlStatus, formatStatus, table } from './crawl/status.js';
 import { CrawlWorker, WORKER_DEFAULTS } from './crawl/worker.js';
 import { CrawlMetrics } from './crawl/metrics.js';
@@ -85,12 +84,10 @@ function portNumber(v: string): number {
 
 /** Waits for the seed kickoff stored in the arena; returns it. */
 async function storedSeed(redis: Redis, seed: Seed, log: Logger, signal: AbortSignal): Promise<Seed> {
-  const key = crawlKeys(seed.arena).seed;
   let warned = false;
   while (!signal.aborted) {
-    const raw = await redis.get(key);
-    if (raw) {
-      const stored = validateSeed(JSON.parse(raw));
+    const stored = await readStoredSeed(redis, seed.arena);
+    if (stored) {
       if (!isDeepStrictEqual(stored, seed)) log.warn({ arena: seed.arena }, 'the seed file differs from the one kickoff stored in the arena: using the stored one');
       return stored;
     }

@@ -9,8 +9,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { kickoff, type KickoffResult } from './crawl/kickoff.js';
-import { crawlKeys } from './crawl/keys.js';
+import { kickoff, readStoredSeed, type KickoffResult } from './crawl/kickoff.js';
 import { JsonlWriter } from './crawl/output.js';
 import { loadSeedFile, validateSeed, type Seed } from './crawl/seed.js';
 import { crawlStatus, type CrawlStatus } from './crawl/status.js';
@@ -47,8 +46,7 @@ export async function worker(seedInput: Seed | string | Record<string, unknown>,
   const out = options.out ? new JsonlWriter(options.out) : undefined;
   try {
     // Use the arena's stored seed when there is one, as `weir worker` does.
-    const stored = await client.get(crawlKeys(seed.arena).seed);
-    const effective = stored ? validateSeed(JSON.parse(stored)) : seed;
+    const effective = (await readStoredSeed(client, seed.arena)) ?? seed;
     const w = new CrawlWorker(client, effective, {
       concurrency: options.concurrency ?? WORKER_DEFAULTS.concurrency,
       exitWhenDone: options.exitWhenDone ?? true,

@@ -3,7 +3,7 @@ import { FairQueue } from '../queue/index.js';
 import { bloomParams, bloomPositions } from './bloom.js';
 import { crawlKeys, encodeItem } from './keys.js';
 import { Scope } from './scope.js';
-import { storableSeed, type Seed } from './seed.js';
+import { storableSeed, validateSeed, type Seed } from './seed.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now. */
@@ -11,6 +11,12 @@ export interface KickoffResult {
   /** Start URLs enqueued now; 0 when a previous kickoff already did. */
   enqueued: number;
   bloom: { bits: number; hashes: number };
+}
+
+/** The seed kickoff stored in the arena (what every worker uses), or null before kickoff. */
+export async function readStoredSeed(redis: Redis | Cluster, arena: string, prefix?: string): Promise<Seed | null> {
+  const raw = await redis.get(crawlKeys(arena, prefix).seed);
+  return raw ? validateSeed(JSON.parse(raw)) : null;
 }
 
 /** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */

@@ -39,7 +39,7 @@ export class CrawlMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const q of await allQueues(queue, arena)) this.set({ domain: q.name }, q.queued);
+        for (const q of await queue.allQueueStats(arena)) this.set({ domain: q.name }, q.queued);
       },
     });
     new Gauge({
@@ -49,7 +49,7 @@ export class CrawlMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const q of await allQueues(queue, arena)) this.set({ domain: q.name }, q.leased);
+        for (const q of await queue.allQueueStats(arena)) this.set({ domain: q.name }, q.leased);
       },
     });
     new Gauge({
@@ -91,13 +91,3 @@ export class CrawlMetrics {
   }
 }
 
-async function allQueues(queue: FairQueue, arena: string): Promise<{ name: string; queued: number; leased: number }[]> {
-  const out: { name: string; queued: number; leased: number }[] = [];
-  let cursor: number | null = 1;
-  for (let i = 0; cursor !== null && i < 100; i++) {
-    const page = await queue.queueStats(arena, { cursor, count: 500 });
-    out.push(...page.queues);
-    cursor = page.cursor;
-  }
-  return out;
-}

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { FairQueue, arenaKeys, type QueueFigures } from '../queue/index.js';
+import { FairQueue, arenaKeys } from '../queue/index.js';
 import { estimatedFalsePositiveRate } from './bloom.js';
 import { crawlKeys } from './keys.js';
 
@@ -42,13 +42,7 @@ export async function crawlStatus(redis: Redis | Cluster, arena: string, queue =
   const stats = await redis.hgetall(keys.stats);
   const n = (f: string): number => Number(stats[f] ?? 0);
   const startedAt = stats['*:startedAt'] ? Number(stats['*:startedAt']) : null;
-  const figures: QueueFigures[] = [];
-  let cursor: number | null = 1;
-  for (let i = 0; cursor !== null && i < 1000; i++) {
-    const page = await queue.queueStats(arena, { cursor, count: 500 });
-    figures.push(...page.queues);
-    cursor = page.cursor;
-  }
+  const figures = await queue.allQueueStats(arena);
   const elapsed = startedAt ? Math.max(0.001, (totals.now - startedAt) / 1000) : null;
   const domains = figures.map((q): DomainStatus => {
     const requests = n(`${q.name}:pages`) + n(`${q.name}:redirects`) + n(`${q.name}:robotsFetches`);

@@ -580,11 +580,9 @@ export class CrawlWorker {
     // itself may add), while that slot is still ahead; then send.
     const cover = late + 5;
     if (lease.intervalMs - WORKER_DEFAULTS.sendDelayMs - cover > 0) {
-      const clock = this.queue.clock;
-      const pauseUntilRedis = lease.servedAt + cover + lease.intervalMs + 1;
-      await this.queue.pause(this.seed.arena, lease.queue, Math.max(0, Math.ceil(pauseUntilRedis - clock.toRedis(performance.now()))));
+      await this.pushNextSlot(lease, cover);
       const now = performance.now();
-      if (now - sendAt <= cover && clock.toRedis(now) < lease.servedAt + lease.intervalMs) {
+      if (now - sendAt <= cover && this.queue.clock.toRedis(now) < lease.servedAt + lease.intervalMs) {
         this.counters.add(lease.queue, 'lateSends');
         // The pause already covers this much lateness.
         return sendAt + cover - 2 * u;
@@ -606,11 +604,19 @@ export class CrawlWorker {
     const u = this.queue.clock.uncertaintyMs;
     const late = at - plannedAt + 2 * u;
     if (late <= WORKER_DEFAULTS.sendSlackMs) return;
-    const clock = this.queue.clock;
-    const pauseUntilRedis = lease.servedAt + WORKER_DEFAULTS.sendDelayMs + late + lease.intervalMs - WORKER_DEFAULTS.sendDelayMs + 1;
-    const ms = Math.ceil(pauseUntilRedis - clock.toRedis(performance.now()));
     this.counters.add(lease.queue, 'lateSends');
-    if (ms > 0) void this.queue.pause(this.seed.arena, lease.queue, ms).catch(() => undefined);
+    void this.pushNextSlot(lease, late).catch(() => undefined);
+  }
+
+  /**
+   * A request `lateMs` later than its slot's send time: pause the domain so
+   * its next slot comes no sooner than a full interval after this request
+   * (Redis time: served + lateness + interval).
+   */
+  private async pushNextSlot(lease: Lease, lateMs: number): Promise<void> {
+    const until = lease.servedAt + lateMs + lease.intervalMs + 1;
+    const ms = Math.ceil(until - this.queue.clock.toRedis(performance.now()));
+    if (ms > 0) await this.queue.pause(this.seed.arena, lease.queue, ms);
   }
 
   private async handBack(lease: Lease): Promise<void> {

@@ -535,6 +535,18 @@ export class FairQueue {
     return { queues: r.queues, cursor: r.cursor };
   }
 
+  /** Every queue's figures, paging through queueStats (bounded: 500,000 queues). */
+  async allQueueStats(arena: string): Promise<QueueFigures[]> {
+    const all: QueueFigures[] = [];
+    let cursor: number | null = 1;
+    for (let i = 0; cursor !== null && i < 1000; i++) {
+      const page = await this.queueStats(arena, { cursor, count: 500 });
+      all.push(...page.queues);
+      cursor = page.cursor;
+    }
+    return all;
+  }
+
   private async page(arena: string, cursor: number, count: number): Promise<{ totals: ArenaTotals } & QueuePage> {
     checkInt('cursor', cursor, 1, 1e15);
     const [now, t, next, rows] = (await this.run('stats', arena, [cursor, count])) as [string, string[], number, string[][]];
