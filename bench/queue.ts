@@ -14,7 +14,7 @@
  */
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { FairQueue, type Lease } from '../src/queue/index.js';
+import { FairQueue, ScriptRunner, arenaKeys, type Lease } from '../src/queue/index.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const N = Number(process.env.BENCH_N ?? 50_000);
@@ -63,10 +63,12 @@ console.log(`weir queue benchmark — redis-server ${(await redis.info('server')
 
 // 1. Raw ceiling.
 const ceilArena = 'ceiling';
-let s = await timed(() => inFlight(N, CONCURRENCY, () => q.noop(ceilArena, ['token-token-token', 60000, '0'])));
+const noop = new ScriptRunner(redis);
+const ceilKeys = arenaKeys('weir', ceilArena);
+let s = await timed(() => inFlight(N, CONCURRENCY, () => noop.run('noop', ceilKeys, ['token-token-token', 60000, '0'])));
 const ceiling = N / s;
 out('no-op script, 64 in flight (calls/s)', fmt(ceiling), 'the ceiling: same 13 keys, same client');
-s = await timed(() => inFlight(N / 5, 1, () => q.noop(ceilArena, ['token-token-token', 60000, '0'])));
+s = await timed(() => inFlight(N / 5, 1, () => noop.run('noop', ceilKeys, ['token-token-token', 60000, '0'])));
 const ceiling1 = N / 5 / s;
 out('no-op script, 1 in flight (calls/s)', fmt(ceiling1), 'one round trip at a time');
 

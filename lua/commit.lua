@@ -1,8 +1,8 @@
 --[[
   commit: the work of one or more leases is done; their items are gone for good.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
-  ARGV[1..n]  lease tokens (1..1000 of them)
+  KEYS: the arena key block (lua/includes/keys.lua).
+  ARGV[1..n]  lease tokens (1..MAX_PER_CALL of them)
 
   Returns a list with, per token, 1 (committed) or 0 (stale: expired, or
   ended by another call; nothing else changes for it, and an expired lease
@@ -10,7 +10,7 @@
 ]]
 --@include "arena"
 
-if #ARGV < 1 or #ARGV > 1000 then fail('WEIR_BAD_ARGS', 'expected 1..1000 lease tokens, got ' .. #ARGV) end
+if #ARGV < 1 or #ARGV > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'expected 1..' .. MAX_PER_CALL .. ' lease tokens, got ' .. #ARGV) end
 for i = 1, #ARGV do str_arg(i, 'token', 64, false) end
 local now = now_us()
 local out = {}
@@ -49,7 +49,7 @@ for _, qid in ipairs(order) do
     if activate(qid, now) then woke = true end
   end
 end
-qflush()
+flush()
 if done > 0 then
   redis.call('HINCRBY', K_META, 'leased', -done)
   redis.call('HINCRBY', K_META, 'done', done)

@@ -4,9 +4,9 @@
   The bitmap is allocated here, at its full size, once: the first write to
   a large empty bitmap would otherwise stall Redis in the middle of a run.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
-  ARGV[1]  bits: a multiple of 512 (one block = 64 bytes), 512..4294967296
-  ARGV[2]  hashes: bit positions per item, 1..64
+  KEYS: the arena key block (lua/includes/keys.lua).
+  ARGV[1]  bits: a multiple of 512 (one block = 64 bytes), 512..MAX_DEDUPE_BITS
+  ARGV[2]  hashes: bit positions per item, 1..MAX_HASHES
 
   Returns 1 when configured now, 0 when it already was, identically.
   Errors: WEIR_BAD_ARGS, WEIR_DEDUPE_MISMATCH (configured before with other numbers).
@@ -14,14 +14,14 @@
 --@include "arena"
 
 argc(2, 'bits hashes')
-local bits = int_arg(1, 'bits', 512, 4294967296)
-if bits % 512 ~= 0 then fail('WEIR_BAD_ARGS', 'bits must be a multiple of 512') end
-local hashes = int_arg(2, 'hashes', 1, 64)
+local bits = int_arg(1, 'bits', 512, MAX_DEDUPE_BITS)
+if bits % 512 ~= 0 then raise('WEIR_BAD_ARGS', 'bits must be a multiple of 512') end
+local hashes = int_arg(2, 'hashes', 1, MAX_HASHES)
 ensure_schema()
 local old = redis.call('HMGET', K_META, 'dedupeBits', 'dedupeHashes')
 if old[1] then
   if tonumber(old[1]) == bits and tonumber(old[2]) == hashes then return 0 end
-  fail('WEIR_DEDUPE_MISMATCH', 'arena already has a dedupe bitmap of ' .. old[1] .. ' bits and ' .. tostring(old[2]) .. ' hashes')
+  raise('WEIR_DEDUPE_MISMATCH', 'arena already has a dedupe bitmap of ' .. old[1] .. ' bits and ' .. tostring(old[2]) .. ' hashes')
 end
 redis.call('HSET', K_META, 'v', SCHEMA_VERSION, 'dedupeBits', fmt(bits), 'dedupeHashes', hashes)
 redis.call('SETBIT', K_DEDUPE, fmt(bits - 1), 0)

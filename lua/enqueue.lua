@@ -2,11 +2,11 @@
   enqueue: append items to the tail of one queue, optionally through the
   arena's dedupe bitmap.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  queue name (must exist: see setLimits)
-  ARGV[2]  n: number of items (1..1000)
-  ARGV[3]  k: bit positions per item (0 = no dedupe, else 1..64; needs a configured bitmap)
-  ARGV[4 .. 3+n]            the items (0..65536 bytes each)
+  ARGV[2]  n: number of items (1..MAX_PER_CALL)
+  ARGV[3]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
+  ARGV[4 .. 3+n]            the items (0..MAX_ITEM_BYTES bytes each)
   ARGV[4+n .. 3+n+n*k]      item i's k bit positions, item by item (integers < dedupeBits)
 
   An item with dedupe is enqueued only if not all of its bits were already
@@ -18,26 +18,26 @@
 ]]
 --@include "arena"
 
-if #ARGV < 3 then fail('WEIR_BAD_ARGS', 'usage: queue n k items... positions...') end
+if #ARGV < 3 then raise('WEIR_BAD_ARGS', 'usage: queue n k items... positions...') end
 local name = str_arg(1, 'queue name', MAX_NAME_BYTES, false)
-local n = int_arg(2, 'n', 1, 1000)
-local k = int_arg(3, 'k', 0, 64)
+local n = int_arg(2, 'n', 1, MAX_PER_CALL)
+local k = int_arg(3, 'k', 0, MAX_HASHES)
 argc(3 + n + n * k, 'queue n k items... positions...')
 ensure_schema()
 local qid = qid_of(name)
-if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' has no limits set; call setLimits first') end
+if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' has no limits set; call setLimits first') end
 for i = 1, n do
-  if #ARGV[3 + i] > MAX_ITEM_BYTES then fail('WEIR_ITEM_TOO_LARGE', 'item ' .. i .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
+  if #ARGV[3 + i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. i .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
 end
 local bits = 0
 if k > 0 then
   bits = tonumber(redis.call('HGET', K_META, 'dedupeBits') or '0')
-  if bits == 0 then fail('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
+  if bits == 0 then raise('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
   local base = 3 + n
   for j = base + 1, base + n * k do
     local p = tonumber(ARGV[j])
     if p == nil or p % 1 ~= 0 or p < 0 or p >= bits then
-      fail('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(bits) .. ' bits')
+      raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(bits) .. ' bits')
     end
   end
 end
@@ -74,7 +74,7 @@ if added > 0 then
   redis.call('HINCRBY', K_META, 'queued', added)
   mincr('enqueued', added)
   local woke = activate(qid, now_us())
-  qflush()
+  flush()
   if woke then signal() end
 end
 return table.concat(flags)

@@ -1,9 +1,9 @@
 --[[
   extend: keep a lease for longer (a slow job heartbeats with this).
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  lease token
-  ARGV[2]  new lease duration in ms from now (1..86400000)
+  ARGV[2]  new lease duration in ms from now (1..MAX_LEASE_MS)
 
   Returns the new expiry in ms since the epoch (Redis time), or 0 when the
   lease is stale.
@@ -12,16 +12,16 @@
 
 argc(2, 'token ms')
 local token = str_arg(1, 'token', 64, false)
-local ms = int_arg(2, 'ms', 1, 86400000)
+local ms = int_arg(2, 'ms', 1, MAX_LEASE_MS)
 local now = now_us()
 local rec = current_lease(token, now)
 if not rec then
-  qflush()
+  flush()
   return 0
 end
 local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
 redis.call('ZADD', K_LEXP, fmt(expires), token)
 redis.call('HSET', K_LEASES, token, lease_record(qid, attempt, fmt(expires), item))
-qflush()
+flush()
 return fmt(math.floor(expires / 1000))

@@ -1,9 +1,9 @@
 --[[
   fail: the item can never succeed; move it straight to the dead letter.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  lease token
-  ARGV[2]  reason (0..1024 bytes)
+  ARGV[2]  reason (0..MAX_REASON_BYTES bytes)
 
   Returns 1, or 0 when the lease is stale.
 ]]

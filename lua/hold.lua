@@ -3,7 +3,7 @@
   arena, separate from pauses. Leases already out are not touched: they can
   still be committed, retried or released.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  '1' to hold, '0' to unhold
   ARGV[2]  queue name, or '' for the whole arena
 
@@ -13,7 +13,7 @@
 --@include "arena"
 
 argc(2, 'hold queue')
-if ARGV[1] ~= '0' and ARGV[1] ~= '1' then fail('WEIR_BAD_ARGS', 'hold must be 0 or 1') end
+if ARGV[1] ~= '0' and ARGV[1] ~= '1' then raise('WEIR_BAD_ARGS', 'hold must be 0 or 1') end
 local name = str_arg(2, 'queue name', MAX_NAME_BYTES, true)
 local hold = ARGV[1] == '1'
 local now = now_us()
@@ -28,7 +28,7 @@ if name == '' then
   return 1
 end
 local qid = qid_of(name)
-if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
+if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
 local st = qstate(qid)
 st.hold = hold and 1 or 0
 qdirty(qid, st)

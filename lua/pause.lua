@@ -1,25 +1,36 @@
 --[[
-  pause: no dequeue from a queue for a while (a server asked us to slow down).
-  A later pause end wins over an earlier one; a shorter pause never shortens one.
+  pause: no dequeue from a queue for a while (a server asked us to slow
+  down, or a robots.txt fetch for it is in flight). A later pause end wins
+  over an earlier one: a shorter pause never shortens one. With ARGV[3], the
+  caller moves a pause it set itself: the end becomes now + ms, earlier or
+  later, but only while it is still the end that caller's pause returned
+  (another pause since then wins).
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  queue name
-  ARGV[2]  pause length in ms from now, by Redis time (0..31536000000)
+  ARGV[2]  pause length in ms from now, by Redis time (0..MAX_DELAY_MS)
+  ARGV[3]  '' for a plain pause, or the end (ms) a pause call returned: move that pause
 
   Returns the pause end in ms since the epoch (Redis time).
   Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE.
 ]]
 --@include "arena"
 
-argc(2, 'queue ms')
+argc(3, 'queue ms expectedEnd')
 local name = str_arg(1, 'queue name', MAX_NAME_BYTES, false)
-local ms = int_arg(2, 'ms', 0, 31536000000)
+local ms = int_arg(2, 'ms', 0, MAX_DELAY_MS)
+local expected = nil
+if ARGV[3] ~= '' then expected = int_arg(3, 'expectedEnd', 0, 9007199254740991) end
 local qid = qid_of(name)
-if not qid then fail('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
+if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist') end
 local now = now_us()
 local st = qstate(qid)
-local untilus = math.max(st.p, now + ms * 1000)
-st.p = untilus
+local wanted = now + ms * 1000
+if expected == nil then
+  st.p = math.max(st.p, wanted)
+elseif math.floor(st.p / 1000) == expected then
+  st.p = wanted
+end
 qdirty(qid, st)
 finish(activate(qid, now))
-return fmt(math.floor(untilus / 1000))
+return fmt(math.floor(st.p / 1000))

@@ -2,7 +2,7 @@
   release: hand a lease back unfinished (graceful shutdown). The item goes
   back to the head of its queue and this delivery does not count as an attempt.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  lease token
 
   Returns 1, or 0 when the lease is stale.

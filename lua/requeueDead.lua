@@ -3,15 +3,15 @@
   queues with a fresh attempt count. Dedupe is bypassed: these items were
   seen before on purpose.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
-  ARGV[1]  count (1..1000)
+  KEYS: the arena key block (lua/includes/keys.lua).
+  ARGV[1]  count (1..MAX_PER_CALL)
 
   Returns the number of items requeued.
 ]]
 --@include "arena"
 
 argc(1, 'count')
-local count = int_arg(1, 'count', 1, 1000)
+local count = int_arg(1, 'count', 1, MAX_PER_CALL)
 local now = now_us()
 local moved = 0
 local woke = false
@@ -30,6 +30,6 @@ for _ = 1, count do
     moved = moved + 1
   end
 end
-qflush()
+flush()
 if woke then signal() end
 return moved

@@ -2,22 +2,22 @@
   setLimits: create queues or change their rate and in-flight cap, and the
   arena's maxAttempts.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
-  ARGV[1]  maxAttempts: integer 1..1000, or '' to leave it as it is
-  ARGV[2]  n: number of queues that follow (0..1000)
+  KEYS: the arena key block (lua/includes/keys.lua).
+  ARGV[1]  maxAttempts: integer 1..MAX_ATTEMPTS, or '' to leave it as it is
+  ARGV[2]  n: number of queues that follow (0..MAX_PER_CALL)
   ARGV[3+3i], ARGV[4+3i], ARGV[5+3i] for i = 0..n-1:
            queue name (1..256 bytes), rate (requests per second, a number in
-           [0.000001, 10000000], or 'unlimited'), maxInFlight (integer 0..1000000, 0 = no cap)
+           [MIN_RATE, MAX_RATE], or 'unlimited'), maxInFlight (integer 0..MAX_IN_FLIGHT, 0 = no cap)
 
   Returns the number of queues created by this call.
   Errors: WEIR_BAD_ARGS, WEIR_SCHEMA. Nothing is written when any argument is bad.
 ]]
 --@include "arena"
 
-if #ARGV < 2 then fail('WEIR_BAD_ARGS', 'usage: maxAttempts n [name rate maxInFlight]...') end
+if #ARGV < 2 then raise('WEIR_BAD_ARGS', 'usage: maxAttempts n [name rate maxInFlight]...') end
 local max_att = nil
-if ARGV[1] ~= '' then max_att = int_arg(1, 'maxAttempts', 1, 1000) end
-local n = int_arg(2, 'n', 0, 1000)
+if ARGV[1] ~= '' then max_att = int_arg(1, 'maxAttempts', 1, MAX_ATTEMPTS) end
+local n = int_arg(2, 'n', 0, MAX_PER_CALL)
 argc(2 + 3 * n, 'maxAttempts n [name rate maxInFlight]...')
 ensure_schema()
 
@@ -31,12 +31,12 @@ for i = 0, n - 1 do
     iv = 0
   else
     local rate = tonumber(rate_s)
-    if rate == nil or rate ~= rate or rate < 0.000001 or rate > 10000000 then
-      fail('WEIR_BAD_RATE', 'rate of queue ' .. name .. ' must be a number in [0.000001, 10000000] or unlimited, got ' .. tostring(rate_s))
+    if rate == nil or rate ~= rate or rate < MIN_RATE or rate > MAX_RATE then
+      raise('WEIR_BAD_RATE', 'rate of queue ' .. name .. ' must be a number in [' .. MIN_RATE .. ', ' .. fmt(MAX_RATE) .. '] or unlimited, got ' .. tostring(rate_s))
     end
     iv = 1000000 / rate
   end
-  local cap = int_arg(5 + 3 * i, 'maxInFlight of queue ' .. name, 0, 1000000)
+  local cap = int_arg(5 + 3 * i, 'maxInFlight of queue ' .. name, 0, MAX_IN_FLIGHT)
   specs[#specs + 1] = { name, rate_s, iv, cap }
 end
 
@@ -70,6 +70,6 @@ for _, s in ipairs(specs) do
   redis.call('HSET', K_QUEUES, qid .. ':rate', s[2])
   if activate(qid, now) then woke = true end
 end
-qflush()
+flush()
 if woke then signal() end
 return created

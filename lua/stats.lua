@@ -2,7 +2,7 @@
   stats: arena totals in constant time from counters the scripts keep, and a
   page of per-queue figures.
 
-  KEYS: the arena key block (lua/includes/arena.lua).
+  KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  cursor: the first qid of the page (1 to start)
   ARGV[2]  count: queues in the page (0..500)
 
@@ -16,8 +16,8 @@
 --@include "arena"
 
 argc(2, 'cursor count')
-local cursor = int_arg(1, 'cursor', 1, 1e15)
-local count = int_arg(2, 'count', 0, 500)
+local cursor = int_arg(1, 'cursor', 1, MAX_OFFSET)
+local count = int_arg(2, 'count', 0, MAX_STATS_PAGE)
 local now = now_us()
 local m = redis.call('HMGET', K_META, 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired')
 local totals = {}

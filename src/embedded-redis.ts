@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { join, resolve } from 'node:path';
-import { WeirError } from './queue/errors.js';
+import { WeirError } from './errors.js';
 import { RedisUnreachableError } from './redis.js';
 
 /** Where weir looks for a Redis when none is named. */

@@ -1,5 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { WeirError } from './queue/errors.js';
+import { WeirError } from './errors.js';
 
 export class RedisUnreachableError extends WeirError {
   constructor(where: string, detail: string) {

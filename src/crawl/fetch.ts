@@ -4,7 +4,10 @@ import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, request, type Dispatcher } from 'undici';
 import { WarmConnector } from './connector.js';
+import { FetchError } from './fetch-error.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressError, type LookupFunction } from './netguard.js';
+
+export { FetchError };
 
 export interface FetcherOptions {
   userAgent: string;
@@ -31,18 +34,6 @@ export interface FetchResult {
   /** The body was cut at maxBodyBytes. */
   truncated: boolean;
   elapsedMs: number;
-}
-
-/** A fetch that did not produce a response: a stable code and a readable message. */
-export class FetchError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly elapsedMs: number,
-  ) {
-    super(message);
-    this.name = 'FetchError';
-  }
 }
 
 const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
@@ -155,7 +146,7 @@ export class Fetcher {
         signal,
       });
     } catch (err) {
-      throw toFetchError(err, deadline.aborted, elapsed());
+      throw FetchError.from(err, elapsed(), deadline.aborted);
     }
     const headers = res.headers as Record<string, string | string[] | undefined>;
     const ctHeader = headers['content-type'];
@@ -203,7 +194,7 @@ export class Fetcher {
         chunks.push(buf);
       }
     } catch (err) {
-      throw toFetchError(err, deadline.aborted, elapsed());
+      throw FetchError.from(err, elapsed(), deadline.aborted);
     } finally {
       // Destroying a body mid-stream makes undici and zlib emit late errors: nobody is listening any more.
       for (const s of stages) {
@@ -240,21 +231,6 @@ export class Fetcher {
     this.connector.close();
     await this.agent.destroy();
   }
-}
-
-function toFetchError(err: unknown, timedOut: boolean, elapsedMs: number): FetchError {
-  if (err instanceof FetchError) return err;
-  if (timedOut) return new FetchError('WEIR_TIMEOUT', 'the request did not finish within its deadline', elapsedMs);
-  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const inner = e.cause ?? e;
-  if (inner instanceof PrivateAddressError || e instanceof PrivateAddressError) {
-    return new FetchError('WEIR_PRIVATE_ADDRESS', (inner as Error).message, elapsedMs);
-  }
-  const code = inner.code ?? e.code ?? 'WEIR_NETWORK';
-  if (code === 'Z_DATA_ERROR' || code === 'ERR__ERROR_FORMAT_PADDING_1' || /^ERR_.*BROTLI|Z_BUF_ERROR/.test(code)) {
-    return new FetchError('WEIR_BAD_ENCODING', `the body could not be decompressed (${code})`, elapsedMs);
-  }
-  return new FetchError(code, inner.message ?? e.message ?? String(err), elapsedMs);
 }
 
 /** Is this content type one weir parses for links? */

@@ -1,20 +1,22 @@
-import { DEFAULTS as QUEUE_DEFAULTS } from '../queue/index.js';
-import { validateArenaName } from '../queue/keys.js';
+/** What naming a crawler key needs of the queue: the arena's own key names (see FairQueue.key). */
+export interface ArenaKeyMaker {
+  key(arena: string, name: string): string;
+}
 
 /**
- * The crawler's own keys of an arena, beside the queue's: same prefix and
- * hash tag, so one arena is one Redis Cluster slot and `weir clear` finds
- * them all. Written with plain commands (no scheduling happens here).
+ * The crawler's own keys of an arena, beside the queue's: made by the queue
+ * (same prefix and hash tag), so one arena is one Redis Cluster slot and
+ * `weir clear` deletes them too. Written with plain commands (no scheduling
+ * happens here).
  */
-export function crawlKeys(arena: string, prefix: string = QUEUE_DEFAULTS.prefix) {
-  validateArenaName(arena);
-  const k = (name: string): string => `${prefix}:{${arena}}:${name}`;
+export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
+  const k = (name: string): string => queue.key(arena, name);
   return {
     /** The validated seed as JSON, written by kickoff; workers use this copy. */
     seed: k('seed'),
     /** Pages counted against maxPages (reserved before a fetch, returned when it ends in no page). */
     pages: k('pages'),
-    /** Crawl counters: field "<domain>:<counter>" and "*:<counter>" for totals. */
+    /** Crawl counters (tally.ts): field "<domain>:<name>" and "*:<name>" for totals. */
     stats: k('cstats'),
     /** Crawl-delay per origin, seconds, as read from robots.txt. */
     crawlDelays: k('crawldelay'),
@@ -22,8 +24,6 @@ export function crawlKeys(arena: string, prefix: string = QUEUE_DEFAULTS.prefix)
     robots: (origin: string) => k(`robots:${checkOrigin(origin)}`),
     /** Short lock: one worker fetches an origin's robots.txt. */
     robotsLock: (origin: string) => k(`robotslock:${checkOrigin(origin)}`),
-    /** The pattern every key of the arena matches (for clear). */
-    pattern: `${prefix}:{${arena}}:*`,
   };
 }
 

@@ -1,7 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import { FairQueue } from '../queue/index.js';
 import { bloomParams, bloomPositions } from './bloom.js';
-import { crawlKeys, encodeItem } from './keys.js';
+import { crawlKeys, encodeItem, type ArenaKeyMaker } from './keys.js';
+import { STARTED_AT_FIELD } from './tally.js';
 import { Scope } from './scope.js';
 import { storableSeed, validateSeed, type Seed } from './seed.js';
 
@@ -14,21 +15,21 @@ export interface KickoffResult {
 }
 
 /** The seed kickoff stored in the arena (what every worker uses), or null before kickoff. */
-export async function readStoredSeed(redis: Redis | Cluster, arena: string, prefix?: string): Promise<Seed | null> {
-  const raw = await redis.get(crawlKeys(arena, prefix).seed);
+export async function readStoredSeed(redis: Redis | Cluster, arena: string, queue: ArenaKeyMaker): Promise<Seed | null> {
+  const raw = await redis.get(crawlKeys(arena, queue).seed);
   return raw ? validateSeed(JSON.parse(raw)) : null;
 }
 
 /** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
 export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
-  const keys = crawlKeys(seed.arena, queue.prefix);
+  const keys = crawlKeys(seed.arena, queue);
   const bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
   // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
   await queue.configureDedupe(seed.arena, bloom);
   await redis.set(keys.seed, JSON.stringify(storableSeed(seed)));
   // When the crawl started, by Redis's clock (for achieved rates in status).
   const [sec, usec] = await redis.time();
-  await redis.hsetnx(keys.stats, '*:startedAt', String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000)));
+  await redis.hsetnx(keys.stats, STARTED_AT_FIELD, String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000)));
   const limits = Object.fromEntries(
     Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]),
   );

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FairQueue } from '../queue/index.js';
+import type { TallyName } from './tally.js';
 
 /**
  * A worker's Prometheus metrics (prom-client), served at /metrics by
@@ -60,6 +61,14 @@ export class CrawlMetrics {
         this.set((await queue.stats(arena)).expired);
       },
     });
+  }
+
+  /** A counted tally (tally.ts), for the counters that mirror one. */
+  count(name: TallyName, n: number): void {
+    if (/^\dxx$/.test(name)) this.pages.inc({ status_class: name }, n);
+    else if (name === 'bytes') this.bytes.inc(n);
+    else if (name === 'robots') this.robotsBlocked.inc(n);
+    else if (name === 'dedupeHits') this.dedupeHits.inc(n);
   }
 
   /** Serves /metrics on 0.0.0.0:port (0 = any free port); resolves the port. */

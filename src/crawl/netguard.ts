@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import { WeirError } from '../queue/errors.js';
+import { WeirError } from '../errors.js';
 
 /**
  * Addresses a crawler must not reach unless told to: loopback, private,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { WeirError } from '../queue/errors.js';
-import { validateArenaName } from '../queue/keys.js';
+import { WeirError } from '../errors.js';
+import { validateArenaName } from '../queue/index.js';
 import { parseDomainKey, DomainMatcher, type DomainKey } from './domains.js';
 import { normalizeUrl } from './normalize.js';
 

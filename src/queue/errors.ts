@@ -1,8 +1,9 @@
+import { WeirError } from '../errors.js';
+
 /**
- * Errors raised by the queue. Every one carries a stable `code`; the codes
- * raised by the Lua scripts (`WEIR_*` at the start of a Redis error reply)
- * are the same ones the TypeScript side raises when it rejects an argument
- * before sending it.
+ * The queue's error codes: the codes its Lua scripts raise (`WEIR_*` at the
+ * start of an error reply) are the same ones the TypeScript side raises
+ * when it rejects an argument before sending it.
  */
 export type QueueErrorCode =
   | 'WEIR_BAD_ARGS'
@@ -14,14 +15,7 @@ export type QueueErrorCode =
   | 'WEIR_DEDUPE_MISMATCH'
   | 'WEIR_SCHEMA';
 
-export class WeirError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'WeirError';
-    this.code = code;
-  }
-}
+export { WeirError };
 
 /** A call to the queue was given something it cannot take. Nothing was written. */
 export class QueueArgumentError extends WeirError {

@@ -2,8 +2,8 @@ import { QueueArgumentError } from './errors.js';
 
 /**
  * The arena key block: the 13 keys every script receives, in the order
- * lua/includes/arena.lua names them. All share the hash tag `{arena}`, so an
- * arena lives in one Redis Cluster slot and arenas never share a key.
+ * lua/includes/keys.lua documents them. All share the hash tag `{arena}`, so
+ * an arena lives in one Redis Cluster slot and arenas never share a key.
  */
 export const ARENA_KEY_NAMES = [
   'meta',
@@ -34,12 +34,17 @@ export function validateArenaName(arena: string): void {
   }
 }
 
-export function arenaKeys(prefix: string, arena: string): string[] {
+/** What every key of the arena starts with: `<prefix>:{<arena>}:`. */
+export function arenaNamespace(prefix: string, arena: string): string {
   validateArenaName(arena);
-  return ARENA_KEY_NAMES.map((k) => `${prefix}:{${arena}}:${k}`);
+  return `${prefix}:{${arena}}:`;
+}
+
+export function arenaKeys(prefix: string, arena: string): string[] {
+  const ns = arenaNamespace(prefix, arena);
+  return ARENA_KEY_NAMES.map((k) => ns + k);
 }
 
 export function arenaKey(prefix: string, arena: string, name: ArenaKeyName): string {
-  validateArenaName(arena);
-  return `${prefix}:{${arena}}:${name}`;
+  return arenaNamespace(prefix, arena) + name;
 }

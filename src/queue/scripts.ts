@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import { fromReplyError } from './errors.js';
+import { luaLimits } from './limits.js';
 
 /** The queue's commands, one Lua file each in lua/. */
 export const SCRIPT_NAMES = [
@@ -31,21 +32,32 @@ export interface LoadedScript {
 }
 
 const LUA_DIR = new URL('../../lua/', import.meta.url);
-const INCLUDE = /^--@include "([a-zA-Z0-9_-]+)"$/m;
+const DIRECTIVE = /^--@(include "([a-zA-Z0-9_-]+)"|limits)$/gm;
+/** Includes may include others; deeper than this is a mistake (a cycle is caught sooner). */
+const MAX_INCLUDE_DEPTH = 8;
 
 function readLua(relative: string): string {
   return readFileSync(new URL(relative, LUA_DIR), 'utf8');
 }
 
-/** Inlines `--@include "name"` lines (from lua/includes/), one level deep. */
-export function resolveIncludes(source: string): string {
-  let out = source;
-  for (let i = 0; i < 8; i++) {
-    const m = INCLUDE.exec(out);
-    if (!m?.[1]) return out;
-    out = out.replace(m[0], readLua(`includes/${m[1]}.lua`));
-  }
-  throw new Error('lua include nesting is deeper than 8');
+/**
+ * Inlines `--@include "name"` lines (files in lua/includes/), each include
+ * once per script however many files ask for it (the first asker gets it,
+ * so an include's own includes come before it), and `--@limits` as the
+ * generated limit constants (src/queue/limits.ts).
+ */
+export function resolveIncludes(source: string, read: (name: string) => string = (n) => readLua(`includes/${n}.lua`)): string {
+  const done = new Set<string>();
+  const expand = (text: string, depth: number, chain: string[]): string =>
+    text.replace(DIRECTIVE, (_line, _all: string, name: string | undefined) => {
+      if (name === undefined) return luaLimits();
+      if (chain.includes(name)) throw new Error(`lua include cycle: ${[...chain, name].join(' -> ')}`);
+      if (done.has(name)) return `-- (${name}: included above)`;
+      if (depth >= MAX_INCLUDE_DEPTH) throw new Error(`lua includes nest deeper than ${MAX_INCLUDE_DEPTH} at ${name}`);
+      done.add(name);
+      return expand(read(name), depth + 1, [...chain, name]);
+    });
+  return expand(source, 0, []);
 }
 
 let cache: Map<ScriptName, LoadedScript> | undefined;

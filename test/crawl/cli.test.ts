@@ -159,7 +159,7 @@ describe('weir CLI', () => {
     );
     assert.equal(result.kickoff.enqueued, 1);
     // depth 0..2 of the tree: 1 + 2 + 4 pages, plus the hook's extra URL (a 404, not a page with a title)
-    assert.equal(result.status.totals.pages, 8);
+    assert.equal(result.stats.totals.pages, 8);
     assert.equal(h1s.length, 7);
     assert.ok(h1s.every((t) => t === 'fixture'));
     assert.equal(web.fetched('T', '/p/999'), 1);

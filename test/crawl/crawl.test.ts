@@ -15,7 +15,7 @@ import { CrawlWorker } from '../../src/crawl/worker.js';
 import * as guard from '../../src/crawl/netguard.js';
 import { CrawlMetrics } from '../../src/crawl/metrics.js';
 import { FairQueue } from '../../src/queue/index.js';
-import { crawlStatus } from '../../src/crawl/status.js';
+import { crawlStats } from '../../src/crawl/stats.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
 
@@ -241,7 +241,7 @@ describe('a crawl of the fixture web', () => {
   });
 
   it('reports per-domain status from Redis', async () => {
-    const s = await crawlStatus(redis, 'fixture');
+    const s = await crawlStats(redis, 'fixture');
     assert.equal(s.drained, true);
     const a = s.domains.find((d) => d.domain === web.sites.get('A')?.key);
     assert.ok(a && a.pages >= 20);
@@ -290,7 +290,7 @@ describe('crawl limits and refusals', () => {
     assert.equal(pages, 12);
     assert.equal(summaries.reduce((a, s) => a + s.pages, 0), 12);
     assert.ok(summaries.every((s) => s.exitReason === 'maxPages' || s.exitReason === 'drained'));
-    const s = await crawlStatus(redis, 'maxpages');
+    const s = await crawlStats(redis, 'maxpages');
     assert.ok(s.totals.queued > 0, 'nothing lost: the rest is still queued');
     assert.equal(s.totals.leased, 0);
   });
@@ -313,7 +313,7 @@ describe('crawl limits and refusals', () => {
     const recs = (await readFile(join(dir, 'private.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
     assert.equal(recs.length, 2);
     for (const r of recs) assert.match(r.error ?? '', /private, loopback or link-local/);
-    assert.equal((await crawlStatus(redis, 'private')).totals.dead, 2);
+    assert.equal((await crawlStats(redis, 'private')).totals.dead, 2);
   });
 
   it('robots.txt answering 5xx disallows the origin, retries with backoff, then dead-letters its URLs', async () => {
@@ -326,7 +326,7 @@ describe('crawl limits and refusals', () => {
     assert.ok(reqs.every((r) => r.path === '/robots.txt'), 'no page fetched while robots.txt is unavailable');
     assert.equal(reqs.length, 5, 'ROBOTS.maxFailures attempts');
     for (let i = 1; i < reqs.length; i++) assert.ok((reqs[i]?.at ?? 0) - (reqs[i - 1]?.at ?? 0) >= 20 * 2 ** (i - 1) - CLOCK_MS, `backoff before attempt ${i + 1}`);
-    const s = await crawlStatus(redis, 'robots5xx');
+    const s = await crawlStats(redis, 'robots5xx');
     assert.equal(s.totals.dead, 1);
     assert.equal(s.drained, true);
   });

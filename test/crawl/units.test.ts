@@ -254,7 +254,7 @@ describe('private-network guard', () => {
 
 describe('key names from page content', () => {
   it('only a validated origin goes into a key name', () => {
-    const keys = crawlKeys('a');
+    const keys = crawlKeys('a', { key: (arena, name) => `weir:{${arena}}:${name}` });
     for (const u of ['http://Example.COM:8080/x', 'https://bücher.de/', 'http://[::1]:9000/']) {
       const n = normalizeUrl(u);
       assert.ok(n);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { FairQueue, SCRIPT_NAMES } from '../../src/queue/index.js';
+import { FairQueue, SCRIPT_NAMES, arenaKeys } from '../../src/queue/index.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
 import { sleep } from '../helpers/fixture.js';
@@ -62,7 +62,8 @@ describe('Redis Cluster', () => {
       await q.unhold(arena);
       assert.equal((await q.dead(arena)).length, 1);
       assert.equal(await q.requeueDead(arena, 5), 1);
-      assert.equal(await q.noop(arena, [1, 2]), 2);
+      assert.equal(await new ScriptRunner(client).run('noop', arenaKeys('weir', arena), [1, 2]), 2);
+      assert.ok((await q.repause(arena, 's1', await q.pause(arena, 's1', 1000), 0)) > 0);
       // Drain what is left, delayed retry included.
       await sleep(30);
       const ac = new AbortController();

@@ -3,8 +3,9 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { loadSeedFile, storableSeed } from '../crawl/seed.js';
-import { pickRedis, runCrawl } from '../crawl-command.js';
-import { startDemoWeb } from './web.js';
+import { startDemoWeb } from '../demo/web.js';
+import { cmdCrawl } from './crawl.js';
+import { pickRedis } from './redis.js';
 
 /** The demo's seed, shipped in the package. */
 export const DEMO_SEED = fileURLToPath(new URL('../../seeds/demo.yaml', import.meta.url));
@@ -15,10 +16,11 @@ export const DEMO_SEED = fileURLToPath(new URL('../../seeds/demo.yaml', import.m
  * worker processes, showing progress and ending with a summary table and
  * where the output is. Nothing leaves 127.0.0.1.
  */
-export async function runDemo(opts: { redisFlag: string | undefined; workers: number; log: Logger }): Promise<number> {
+export async function cmdDemo(opts: { redisFlag: string | undefined; workers: number; log: Logger; logFormat: string }): Promise<number> {
   const web = await startDemoWeb();
   try {
-    const url = await pickRedis(opts.redisFlag, opts.log, (line) => process.stdout.write(`${line}\n`));
+    const redis = await pickRedis(opts.redisFlag);
+    process.stdout.write(`${redis.said}\n`);
     // The demo's workers log warnings only: the progress line and the summary tell the story.
     process.env.WEIR_LOG_LEVEL ??= 'warn';
     const base = await loadSeedFile(DEMO_SEED);
@@ -31,7 +33,10 @@ export async function runDemo(opts: { redisFlag: string | undefined; workers: nu
     writeFileSync(seedPath, JSON.stringify(storableSeed(seed), null, 2));
     const out = join(dir, 'demo-output.jsonl');
     process.stdout.write(`weir demo: crawling the bundled demo web (${Object.values(web.origins).join(', ')}) in arena ${arena} with ${opts.workers} workers\n`);
-    const code = await runCrawl(seedPath, url, { workers: opts.workers, concurrency: 8, out, progress: true, seed }, opts.log);
+    const code = await cmdCrawl(
+      { seedPath, seed, url: redis.url, log: opts.log.child({}, { level: process.env.WEIR_LOG_LEVEL }) },
+      { workers: opts.workers, concurrency: 8, out, workerArgs: ['--log-format', opts.logFormat] },
+    );
     process.stdout.write(`output: ${relative(process.cwd(), out)} (one JSON line per URL); status: weir status ${relative(process.cwd(), seedPath)}\n`);
     return code;
   } finally {

@@ -1,0 +1,58 @@
+--[[
+  Arguments and numbers: checking ARGV, raising typed errors, Redis time.
+  The limits (MAX_ITEM_BYTES, MAX_LEASE_MS, ...) come from src/queue/limits.ts,
+  generated into every script where it says --@limits, so TypeScript and Lua
+  check the same numbers.
+]]
+--@include "keys"
+--@limits
+
+-- Raises a typed error: the reply starts with the code (src/queue/errors.ts
+-- turns it into a QueueArgumentError). Every script checks its arguments
+-- before its first write, so nothing is written when this fires.
+local function raise(code, msg)
+  error({ err = code .. ' ' .. msg })
+end
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function int_arg(i, name, min, max)
+  local v = tonumber(ARGV[i])
+  if v == nil or v ~= v or v % 1 ~= 0 or v < min or v > max then
+    raise('WEIR_BAD_ARGS', name .. ' must be an integer in [' .. fmt(min) .. ', ' .. fmt(max) .. '], got ' .. tostring(ARGV[i]))
+  end
+  return v
+end
+
+local function str_arg(i, name, maxlen, allow_empty)
+  local v = ARGV[i]
+  if type(v) ~= 'string' then raise('WEIR_BAD_ARGS', name .. ' is missing') end
+  if (not allow_empty) and #v == 0 then raise('WEIR_BAD_ARGS', name .. ' must not be empty') end
+  if #v > maxlen then raise('WEIR_BAD_ARGS', name .. ' is longer than ' .. maxlen .. ' bytes') end
+  return v
+end
+
+local function argc(n, usage)
+  if #ARGV ~= n then raise('WEIR_BAD_ARGS', 'expected ' .. n .. ' arguments (' .. usage .. '), got ' .. #ARGV) end
+end
+
+local function mincr(field, by) return redis.call('HINCRBY', K_META, field, by) end
+
+local function ensure_schema()
+  local v = redis.call('HGET', K_META, 'v')
+  if v and v ~= SCHEMA_VERSION then
+    raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)
+  end
+  return v
+end
+
+local function max_attempts()
+  return tonumber(redis.call('HGET', K_META, 'maxAttempts') or DEFAULT_MAX_ATTEMPTS)
+end

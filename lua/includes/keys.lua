@@ -1,0 +1,41 @@
+--[[
+  The arena's key layout: the one place it is written down.
+
+  Every script receives the same 13 keys, in this order, all built by the
+  client (src/queue/keys.ts, from the same list) and all sharing the hash tag
+  `{arena}`, so every script runs unchanged on Redis Cluster:
+
+    KEYS[1]  meta      hash    arena counters and settings (below)
+    KEYS[2]  queues    hash    per-queue record, field "<qid>" (record.lua); "<qid>:rate" the rate as configured
+    KEYS[3]  qids      hash    queue name -> qid
+    KEYS[4]  items     hash    a queue's items: chunks "<qid>:<n>" and front entries "<qid>:f<k>" (items.lua)
+    KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin order
+    KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
+    KEYS[7]  leases    hash    token -> "<qid>:<attempt>:<expiry µs>:<item>" (leases.lua)
+    KEYS[8]  lexp      zset    token -> µs when the lease expires
+    KEYS[9]  delayed   zset    token -> µs when a retried item is due
+    KEYS[10] delaydata hash    token -> "<qid>:<attempts>:<reasonlen>:<reason><item>"
+    KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}
+    KEYS[12] wake      list    at most one token: "there may be work now"
+    KEYS[13] dedupe    string  the dedupe bitmap
+
+  meta fields: v (key-schema version), qseq (last qid), turn (round-robin
+  counter), queued, leased, delayed, done, dead, expired (leases that
+  expired, ever), maxAttempts, held ('1' when the whole arena is held),
+  dedupeBits, dedupeHashes.
+
+  Time is Redis TIME in integer microseconds (exact in a Lua double until
+  2255). Numbers are written with string.format('%.0f'), never tostring,
+  which would round them to 14 significant digits.
+]]
+
+if #KEYS ~= 13 then
+  return redis.error_reply('WEIR_BAD_ARGS expected the 13-key arena block, got ' .. #KEYS)
+end
+
+local K_META, K_QUEUES, K_QIDS, K_ITEMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_READY, K_SCHED, K_LEASES, K_LEXP = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_DELAYED, K_DELAYDATA, K_DEAD = KEYS[9], KEYS[10], KEYS[11]
+local K_WAKE, K_DEDUPE = KEYS[12], KEYS[13]
+
+local SCHEMA_VERSION = '1'

@@ -1,0 +1,105 @@
+--[[
+  Leases: a lease record is "<qid>:<attempt>:<expiry µs>:<item>" in `leases`
+  (the expiry kept in the record too, besides `lexp`, which orders expiries,
+  so ending a lease reads one field). Where an item goes when a lease ends
+  without a commit: back to the head, to `delayed` for a retry, or to the
+  dead letter when its attempts have run out.
+]]
+--@include "items"
+--@include "schedule"
+
+local function lease_record(qid, attempt, expires_s, item)
+  return qid .. ':' .. attempt .. ':' .. expires_s .. ':' .. item
+end
+
+-- qid, attempt, item, expiry µs
+local function parse_lease(rec)
+  local a = string.find(rec, ':', 1, true)
+  local b = string.find(rec, ':', a + 1, true)
+  local c = string.find(rec, ':', b + 1, true)
+  return string.sub(rec, 1, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), string.sub(rec, c + 1), tonumber(string.sub(rec, b + 1, c - 1))
+end
+
+local function to_dead(qid, item, attempts, reason, now)
+  local st = qstate(qid)
+  local rec = cjson.encode({ queue = st.name, item = item, reason = reason, attempts = attempts, at = math.floor(now / 1000) })
+  redis.call('RPUSH', K_DEAD, rec)
+  st.dead = st.dead + 1
+  qdirty(qid, st)
+  mincr('dead', 1)
+end
+
+-- Where an item goes when its lease ends without a commit.
+-- attempts: deliveries that count against maxAttempts so far.
+local function requeue(token, qid, item, attempts, reason, delay_us, now)
+  if attempts >= max_attempts() then
+    to_dead(qid, item, attempts, reason, now)
+  elseif delay_us > 0 then
+    redis.call('ZADD', K_DELAYED, fmt(now + delay_us), token)
+    redis.call('HSET', K_DELAYDATA, token, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
+    local st = qstate(qid)
+    st.d = st.d + 1
+    qdirty(qid, st)
+    mincr('delayed', 1)
+  else
+    push_front(qid, qstate(qid), item, attempts, reason)
+  end
+end
+
+-- Ends a lease record (the caller decides where the item goes).
+local function drop_lease(token, qid)
+  redis.call('HDEL', K_LEASES, token)
+  redis.call('ZREM', K_LEXP, token)
+  local st = qstate(qid)
+  st.l = st.l - 1
+  qdirty(qid, st)
+  mincr('leased', -1)
+end
+
+-- An expired lease: the item goes back to the head of its queue and the
+-- delivery counts as an attempt.
+local function expire_lease(token, rec, now)
+  local qid, attempt, item = parse_lease(rec)
+  drop_lease(token, qid)
+  mincr('expired', 1)
+  requeue(token, qid, item, attempt, 'lease expired', 0, now)
+  return activate(qid, now)
+end
+
+local function reap_expired(now, limit)
+  local woke = false
+  local expired = redis.call('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, limit)
+  for _, token in ipairs(expired) do
+    local rec = redis.call('HGET', K_LEASES, token)
+    if rec then
+      if expire_lease(token, rec, now) then woke = true end
+    else
+      redis.call('ZREM', K_LEXP, token)
+    end
+  end
+  return woke
+end
+
+-- Looks a lease up for commit/extend/release/retry/fail. A lease is current
+-- while its record exists and its expiry has not passed; an expired one is
+-- expired here and then (so it goes back exactly once) and reported stale.
+local function current_lease(token, now)
+  local rec = redis.call('HGET', K_LEASES, token)
+  if not rec then return nil end
+  local _, _, _, exp = parse_lease(rec)
+  if exp <= now then
+    if expire_lease(token, rec, now) then signal() end
+    return nil
+  end
+  return rec
+end
+
+-- Ends the caller's lease for release/retry/fail: qid, attempt, item, or nil
+-- when the lease is stale (the caller then answers 0).
+local function end_lease(token, now)
+  local rec = current_lease(token, now)
+  if not rec then return nil end
+  local qid, attempt, item = parse_lease(rec)
+  drop_lease(token, qid)
+  return qid, attempt, item
+end

@@ -1,0 +1,62 @@
+--[[
+  The schedule: `sched` (when a queue may next be served) apart from `ready`
+  (which eligible queue goes first, round-robin by turn number), and the
+  wake list that tells idle callers there may be work.
+]]
+--@include "record"
+
+-- One wake token at most: an idle worker blocked on `wake` learns there may
+-- be work; a stale token costs one empty dequeue, never a lost item.
+local function signal()
+  if redis.call('LLEN', K_WAKE) == 0 then
+    redis.call('RPUSH', K_WAKE, '1')
+  end
+end
+
+local function earliest(zkey)
+  local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  if r[2] then return tonumber(r[2]) end
+  return nil
+end
+
+-- Has items and room under its in-flight cap, and is not held: it belongs in
+-- `ready` or `sched` (which one, its time decides).
+local function schedulable(st)
+  return st.q > 0 and st.hold ~= 1 and (st.cap == 0 or st.l < st.cap)
+end
+
+-- When it may next be served: its rate's next allowed time or the end of a pause.
+local function due_at(st)
+  return math.max(st.nx, st.p)
+end
+
+-- May it be served at `now`?
+local function servable(st, now)
+  return schedulable(st) and due_at(st) <= now
+end
+
+-- Puts a queue where it belongs: `ready` if it may be served now, `sched` at
+-- the time it may be, or in neither (parked) when it is empty, held or at its
+-- in-flight cap. Every change to those inputs calls this, so the two sets
+-- stay exact and dequeue never has to scan for work. Returns true when the
+-- change may let an idle worker do something sooner (so callers signal).
+local function activate(qid, now)
+  local st = qstate(qid)
+  if not schedulable(st) then
+    redis.call('ZREM', K_READY, qid)
+    redis.call('ZREM', K_SCHED, qid)
+    return false
+  end
+  local at = due_at(st)
+  if at <= now then
+    if redis.call('ZSCORE', K_READY, qid) then return false end
+    redis.call('ZREM', K_SCHED, qid)
+    redis.call('ZADD', K_READY, mincr('turn', 1), qid)
+    return true
+  end
+  redis.call('ZREM', K_READY, qid)
+  local first = earliest(K_SCHED)
+  local old = redis.call('ZSCORE', K_SCHED, qid)
+  redis.call('ZADD', K_SCHED, fmt(at), qid)
+  return (first == nil or at < first) and (old == false or tonumber(old) ~= at)
+end

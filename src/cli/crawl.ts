@@ -1,0 +1,74 @@
+import { spawn } from 'node:child_process';
+import { kickoff } from '../crawl/kickoff.js';
+import { JsonlWriter } from '../crawl/output.js';
+import { crawlStats } from '../crawl/stats.js';
+import { FairQueue } from '../queue/index.js';
+import { connectRedis } from '../redis.js';
+import type { CommandContext } from './context.js';
+import { formatCrawlSummary, progressLine } from './draw.js';
+import { EXIT } from './exit.js';
+
+export interface CrawlFlags {
+  workers: number;
+  concurrency: number;
+  out?: string;
+  /** Extra arguments for each worker process (the log format, say). */
+  workerArgs?: string[];
+}
+
+/**
+ * `weir crawl SEED`: kickoff, then N `weir worker --exit-when-done`
+ * processes, a progress line from Redis, and a summary table at the end.
+ */
+export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, flags: CrawlFlags): Promise<number> {
+  const redis = await connectRedis(url);
+  const queue = new FairQueue(redis);
+  const startedAt = Date.now();
+  try {
+    const before = await queue.stats(seed.arena);
+    const r = await kickoff(redis, seed, queue);
+    log.info({ arena: seed.arena, ...r, workers: flags.workers }, 'kickoff done; starting workers');
+    if (before.exists && r.enqueued === 0 && (await queue.stats(seed.arena)).drained) {
+      process.stdout.write(`arena ${seed.arena} is already drained: nothing to crawl. Run \`weir clear ${seedPath} --yes\` (or use another arena) to crawl again.\n`);
+      return EXIT.ok;
+    }
+    if (flags.out) await new JsonlWriter(flags.out, { truncate: true }).close();
+    const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.workerArgs ?? [])];
+    // The Redis URL goes by environment, not argv: a password would show in `ps`.
+    const children = Array.from({ length: flags.workers }, () =>
+      spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1' },
+      }),
+    );
+    let stopping = false;
+    const forward = (s: NodeJS.Signals) => () => {
+      stopping = true;
+      for (const c of children) c.kill(s);
+    };
+    process.on('SIGINT', forward('SIGINT'));
+    process.on('SIGTERM', forward('SIGTERM'));
+    const stopProgress = progressLine(process.stdout, progressText(redis, queue, seed.arena, startedAt));
+    const codes = await Promise.all(children.map((c) => new Promise<number>((res) => c.on('exit', (code, signal) => res(code ?? (signal ? 128 : 1))))));
+    stopProgress();
+    const stats = await crawlStats(redis, seed.arena, queue);
+    process.stdout.write(`${formatCrawlSummary(stats, (Date.now() - startedAt) / 1000, flags.workers, flags.out)}\n`);
+    if (stopping) return codes.find((c) => c === EXIT.sigint || c === EXIT.sigterm) ?? EXIT.sigint;
+    return codes.every((c) => c === 0) ? EXIT.ok : EXIT.failure;
+  } finally {
+    await queue.close();
+    redis.disconnect();
+  }
+}
+
+/** The crawl's progress, from Redis. */
+function progressText(redis: Parameters<typeof crawlStats>[0], queue: FairQueue, arena: string, startedAt: number): () => Promise<string> {
+  let last = { at: Date.now(), pages: 0 };
+  return async () => {
+    const s = await crawlStats(redis, arena, queue);
+    const now = Date.now();
+    const rate = ((s.totals.pages - last.pages) * 1000) / Math.max(1, now - last.at);
+    last = { at: now, pages: s.totals.pages };
+    return `[${((now - startedAt) / 1000).toFixed(0)} s] ${s.totals.pages} pages (${rate.toFixed(1)}/s), ${s.totals.queued} queued, ${s.totals.leased} in flight, ${s.totals.delayed} waiting to retry, ${s.totals.errors} errors`;
+  };
+}

@@ -1,0 +1,66 @@
+/** What the command line draws: tables, the status report, progress lines. */
+import type { CrawlStats } from '../crawl/stats.js';
+
+/** A plain-text table, columns padded (the first left-aligned, the rest right-aligned). */
+export function table(header: string[], rows: (string | number)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ')).join('\n');
+}
+
+const rate = (r: number | 'unlimited'): string => (r === 'unlimited' ? 'unlimited' : `${r}/s`);
+
+/** `weir status`: the arena's line, a row per domain, the Bloom filter's fill. */
+export function formatStats(s: CrawlStats): string {
+  const rows = s.domains.map((d) => [
+    d.domain,
+    d.queued,
+    d.leased,
+    d.done,
+    d.pages,
+    d.failed,
+    d.dead,
+    d.robotsBlocked,
+    rate(d.rateLimit),
+    `${d.achievedRate.toFixed(2)}/s`,
+    d.held ? 'held' : d.nextEligibleAt > s.now ? `in ${((d.nextEligibleAt - s.now) / 1000).toFixed(2)}s` : d.queued > 0 ? 'now' : '-',
+  ]);
+  const lines = [
+    `arena ${s.arena}: ${s.drained ? 'drained' : 'running'} — queued ${s.totals.queued}, leased ${s.totals.leased}, waiting to retry ${s.totals.delayed}, done ${s.totals.done}, dead ${s.totals.dead}, pages ${s.totals.pages}`,
+    table(['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robots', 'limit', 'achieved', 'next'], rows),
+  ];
+  if (s.bloom) {
+    lines.push(
+      `bloom: ${s.bloom.bits} bits, ${s.bloom.hashes} hashes, ${(s.bloom.fill * 100).toFixed(3)}% full, estimated false-positive rate ${s.bloom.estimatedFalsePositiveRate.toExponential(2)}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The summary a crawl ends with: a row per domain. */
+export function formatCrawlSummary(s: CrawlStats, wallSeconds: number, workers: number, out?: string): string {
+  const rows = s.domains.map((d) => [d.domain, d.pages, d.failed, d.robotsBlocked, d.dead, rate(d.rateLimit), `${d.achievedRate.toFixed(2)}/s`]);
+  return [
+    '',
+    `crawl of ${s.arena} finished in ${wallSeconds.toFixed(1)} s with ${workers} workers`,
+    table(['domain', 'pages', 'errors', 'robots', 'dead', 'limit', 'achieved'], rows),
+    `total: ${s.totals.pages} pages, ${s.totals.errors} errors, ${s.totals.dead} dead-lettered, ${s.totals.queued} still queued${out ? `; output in ${out}` : ''}`,
+  ].join('\n');
+}
+
+/**
+ * A line redrawn in place on a terminal (or printed every few seconds
+ * otherwise), every `everyMs`, with what `text()` says then. Returns a
+ * function that stops it (and ends the line on a terminal).
+ */
+export function progressLine(stream: NodeJS.WriteStream, text: () => Promise<string>, everyMs?: number): () => void {
+  const tty = stream.isTTY === true;
+  const timer = setInterval(
+    () => void text().then((line) => stream.write(tty ? `\r\x1b[2K${line}` : `${line}\n`), () => undefined),
+    everyMs ?? (tty ? 1000 : 2000),
+  );
+  return () => {
+    clearInterval(timer);
+    if (tty) stream.write('\n');
+  };
+}

@@ -1,0 +1,105 @@
+import { availableParallelism } from 'node:os';
+import { parseArgs } from 'node:util';
+import { loadSeedFile } from '../crawl/seed.js';
+import { WORKER_DEFAULTS } from '../crawl/worker-options.js';
+import { EmbeddedRedis } from '../embedded-redis.js';
+import { cmdClear } from './clear.js';
+import type { CommandContext } from './context.js';
+import { cmdCrawl } from './crawl.js';
+import { cmdDead } from './dead.js';
+import { cmdDemo } from './demo.js';
+import { EXIT, exitCodeOf } from './exit.js';
+import { cmdHold } from './hold.js';
+import { cmdKickoff } from './kickoff.js';
+import { logFormat, makeLogger } from './log.js';
+import { pickRedis } from './redis.js';
+import { cmdStatus } from './status.js';
+import { nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
+import { cmdWorker } from './worker.js';
+
+const OPTIONS = {
+  redis: { type: 'string' },
+  concurrency: { type: 'string' },
+  workers: { type: 'string' },
+  out: { type: 'string' },
+  'exit-when-done': { type: 'boolean', default: false },
+  'lease-ms': { type: 'string' },
+  'metrics-port': { type: 'string' },
+  'redis-wait': { type: 'string' },
+  'log-format': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  watch: { type: 'boolean', default: false },
+  requeue: { type: 'boolean', default: false },
+  yes: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** Parses the command line and runs the command; resolves the exit code. A failure is one line on stderr. */
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true, options: OPTIONS });
+    const [command, seedPath, ...extra] = positionals;
+    if (values.help || command === undefined || command === 'help') {
+      process.stdout.write(`${USAGE}\n`);
+      return command === undefined && !values.help ? EXIT.usage : EXIT.ok;
+    }
+    const [domainArg, ...rest] = extra;
+    if (rest.length > 0 || (domainArg !== undefined && command !== 'hold' && command !== 'unhold')) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
+    const format = logFormat(values['log-format']);
+    const log = makeLogger(format);
+    if (command === 'redis-stop') {
+      const stopped = await new EmbeddedRedis().stop();
+      process.stdout.write(stopped ? 'embedded Redis stopped (its data stays in .weir/redis/)\n' : 'no embedded Redis is running here\n');
+      return EXIT.ok;
+    }
+    if (command === 'demo') return await cmdDemo({ redisFlag: values.redis, workers: positiveInt('workers', values.workers, 2), log, logFormat: format });
+    if (!KNOWN.has(command)) throw new UsageError(`unknown command ${command} (try weir --help)`);
+    if (!seedPath) throw new UsageError(`${command} needs a seed file: weir ${command} SEED`);
+    // The seed is read once, and a broken one is reported before any Redis is looked for or started.
+    const seed = await loadSeedFile(seedPath);
+    const redis = await pickRedis(values.redis);
+    log.info({ source: redis.source }, redis.said);
+    return await dispatch(command, { seedPath, seed, url: redis.url, log }, values, domainArg);
+  } catch (err) {
+    const e = err as Error;
+    process.stderr.write(`weir: ${e.message}\n`);
+    if (process.env.WEIR_DEBUG) process.stderr.write(`${e.stack ?? ''}\n`);
+    return exitCodeOf(err);
+  }
+}
+
+const KNOWN = new Set(['kickoff', 'worker', 'crawl', 'status', 'dead', 'hold', 'unhold', 'clear']);
+
+function dispatch(command: string, ctx: CommandContext, values: Values, domainArg: string | undefined): Promise<number> {
+  switch (command) {
+    case 'kickoff':
+      return cmdKickoff(ctx);
+    case 'worker':
+      return cmdWorker(ctx, {
+        concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
+        leaseMs: positiveInt('lease-ms', values['lease-ms'], WORKER_DEFAULTS.leaseMs),
+        redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
+        ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port']) } : {}),
+        ...(values.out ? { out: values.out } : {}),
+        exitWhenDone: values['exit-when-done'],
+      });
+    case 'crawl':
+      return cmdCrawl(ctx, {
+        workers: positiveInt('workers', values.workers, availableParallelism()),
+        concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
+        ...(values.out ? { out: values.out } : {}),
+        ...(values['log-format'] ? { workerArgs: ['--log-format', values['log-format']] } : {}),
+      });
+    case 'status':
+      return cmdStatus(ctx, { json: values.json, watch: values.watch });
+    case 'dead':
+      return cmdDead(ctx, { requeue: values.requeue, json: values.json });
+    case 'hold':
+    case 'unhold':
+      return cmdHold(ctx, command === 'hold', domainArg);
+    default:
+      return cmdClear(ctx, values.yes);
+  }
+}

@@ -1,0 +1,61 @@
+import { WeirError } from '../errors.js';
+import { WORKER_DEFAULTS } from '../crawl/worker-options.js';
+
+export const USAGE = `weir — a polite, horizontally scalable web crawler
+
+usage:
+  weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
+  weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
+  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done] [--metrics-port P] [--redis-wait S]
+  weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl]
+  weir status SEED [--json] [--watch]
+  weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
+  weir hold SEED [DOMAIN]                stop dequeuing (one domain, or the arena); leases out are kept
+  weir unhold SEED [DOMAIN]
+  weir clear SEED --yes                  delete every key of the arena (in bounded batches)
+  weir redis-stop                        stop the embedded Redis of this directory (data stays)
+
+options:
+  --redis URL        Redis to use (else REDIS_URL, else 127.0.0.1:6379 if a Redis answers,
+                     else a private redis-server under ./.weir/redis/)
+  --concurrency N    fetches in flight in one worker (default ${WORKER_DEFAULTS.concurrency})
+  --workers N        worker processes for crawl (default: CPU cores)
+  --out FILE         one JSON line per URL (crawl truncates it, worker appends)
+  --exit-when-done   exit when the arena is drained or maxPages is reached
+  --redis-wait S     a worker started while Redis is unreachable retries for S seconds
+                     (capped backoff, each try logged) before exiting 3 (default 60)
+  --metrics-port P   serve Prometheus metrics at http://0.0.0.0:P/metrics (worker)
+  --lease-ms N       how long a worker holds a URL before it goes back if the worker dies
+                     (default ${WORKER_DEFAULTS.leaseMs}; renewed while a fetch runs)
+  --log-format F     human (default on a terminal) or json (default when piped)
+  --json             status as JSON
+  --watch            status, refreshed every second
+
+exit codes: 0 finished, 1 other failure, 2 bad usage or seed file, 3 Redis unreachable,
+            130/143 stopped by SIGINT/SIGTERM after handing leases back`;
+
+export class UsageError extends WeirError {
+  constructor(message: string) {
+    super('WEIR_USAGE', message);
+    this.name = 'UsageError';
+  }
+}
+
+export function positiveInt(name: string, v: string | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number ≥ 1, got ${v}`);
+  return n;
+}
+
+export function nonNegative(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name} must be a number ≥ 0, got ${v}`);
+  return n;
+}
+
+export function portNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--metrics-port must be a port number (0 for any free one), got ${v}`);
+  return n;
+}

@@ -1,0 +1,76 @@
+import { CrawlMetrics } from '../crawl/metrics.js';
+import { JsonlWriter } from '../crawl/output.js';
+import { storedSeed } from '../crawl/run.js';
+import { CrawlWorker } from '../crawl/worker.js';
+import { FairQueue } from '../queue/index.js';
+import { connectRedis } from '../redis.js';
+import type { CommandContext } from './context.js';
+import { progressLine } from './draw.js';
+import { EXIT } from './exit.js';
+import { warnEviction } from './redis.js';
+import { trapSignals } from './signals.js';
+
+export interface WorkerFlags {
+  concurrency: number;
+  out?: string;
+  exitWhenDone: boolean;
+  leaseMs: number;
+  metricsPort?: number;
+  redisWaitMs: number;
+}
+
+/** `weir worker SEED`: one worker process, until drained (--exit-when-done), maxPages or a signal. */
+export async function cmdWorker({ seed: local, url, log }: CommandContext, flags: WorkerFlags): Promise<number> {
+  const sig = trapSignals(log);
+  const redis = await connectRedis(url, {
+    waitMs: flags.redisWaitMs,
+    connectTimeoutMs: 2000,
+    onRetry: (attempt, delayMs, error) => log.warn({ attempt, delayMs, error }, `Redis unreachable (${error}): retrying in ${delayMs} ms`),
+    onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting'),
+  });
+  await warnEviction(redis, log);
+  log.info({ arena: local.arena }, 'worker starting');
+  const seed = await storedSeed(redis, local, { log, signal: sig.signal });
+  const out = flags.out ? new JsonlWriter(flags.out) : undefined;
+  const statsQueue = new FairQueue(redis);
+  const metrics = flags.metricsPort !== undefined ? new CrawlMetrics(statsQueue, local.arena) : undefined;
+  let stopProgress: (() => void) | undefined;
+  try {
+    if (!seed) return sig.exitCode() ?? EXIT.ok;
+    if (metrics) log.info({ port: await metrics.listen(flags.metricsPort ?? 0) }, 'Prometheus metrics on /metrics');
+    const worker = new CrawlWorker(redis, seed, {
+      ...(metrics ? { metrics } : {}),
+      ...(out ? { out } : {}),
+      concurrency: flags.concurrency,
+      leaseMs: flags.leaseMs,
+      exitWhenDone: flags.exitWhenDone,
+      logger: log,
+      signal: sig.signal,
+    });
+    if (process.stderr.isTTY && !process.env.WEIR_NO_PROGRESS) stopProgress = progressLine(process.stderr, progressText(worker, statsQueue, seed.arena), 1000);
+    const summary = await worker.run();
+    stopProgress?.();
+    const cpu = process.cpuUsage();
+    log.info({ ...summary, cpuUserMs: Math.round(cpu.user / 1000), cpuSystemMs: Math.round(cpu.system / 1000) }, 'worker finished');
+  } finally {
+    stopProgress?.();
+    await out?.close();
+    await metrics?.close();
+    await statsQueue.close();
+    redis.disconnect();
+  }
+  return sig.exitCode() ?? EXIT.ok;
+}
+
+/** This worker's pages/s and the arena's queue, for the progress line. */
+function progressText(worker: CrawlWorker, queue: FairQueue, arena: string): () => Promise<string> {
+  let last = { at: performance.now(), pages: 0 };
+  return async () => {
+    const s = await queue.stats(arena);
+    const mine = worker.summary();
+    const now = performance.now();
+    const rate = ((mine.pages - last.pages) * 1000) / (now - last.at);
+    last = { at: now, pages: mine.pages };
+    return `weir ${arena}: ${rate.toFixed(1)} pages/s here, ${mine.pages} pages, ${mine.errors} errors | arena: ${s.queued} queued, ${s.leased} leased, ${s.delayed} waiting, ${s.done} done, ${s.dead} dead`;
+  };
+}

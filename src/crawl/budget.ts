@@ -1,0 +1,41 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/**
+ * maxPages, counted exactly across every worker: a page is reserved in
+ * Redis (INCR) before its fetch and handed back (DECR) when the fetch ends
+ * in no page. Without a maxPages every reservation succeeds, free.
+ */
+export class PageBudget {
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly key: string,
+    private readonly maxPages: number | null,
+  ) {}
+
+  get limited(): boolean {
+    return this.maxPages !== null;
+  }
+
+  /** Reserves one page; false when the budget is spent (nothing reserved then). */
+  async reserve(): Promise<boolean> {
+    if (this.maxPages === null) return true;
+    const n = await this.redis.incr(this.key);
+    if (n <= this.maxPages) return true;
+    await this.redis.decr(this.key);
+    return false;
+  }
+
+  /** Hands a reservation back: its fetch ended in no page. */
+  async unreserve(): Promise<void> {
+    if (this.maxPages !== null) await this.redis.decr(this.key);
+  }
+
+  /** Pages counted so far (reserved ones included). */
+  async used(): Promise<number> {
+    return Number((await this.redis.get(this.key)) ?? 0);
+  }
+
+  async spent(): Promise<boolean> {
+    return this.maxPages !== null && (await this.used()) >= this.maxPages;
+  }
+}

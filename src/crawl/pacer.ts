@@ -1,0 +1,106 @@
+import { sleepUntil, type Lease } from '../queue/index.js';
+import type { TallyName } from './tally.js';
+
+export const PACING = {
+  /**
+   * A slot's request is sent this long after Redis served the slot, and only
+   * if it can go within sendSlackMs of that: so the gaps a server sees are
+   * the gaps Redis decided, whatever each worker did in between (robots
+   * lookup, an event loop busy parsing a big page). A slot missed by more is
+   * handed back unused: politeness over throughput.
+   */
+  sendDelayMs: 10,
+  sendSlackMs: 1,
+  /** What a pause call itself may add to a late send's lateness, ms. */
+  pauseCoverMs: 5,
+} as const;
+
+/** This process's clock (performance.now()), replaceable in tests. */
+export interface LocalClock {
+  now(): number;
+  sleepUntil(at: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const realClock: LocalClock = { now: () => performance.now(), sleepUntil };
+
+/** What the pacer needs of the queue: Redis's clock as seen here, and pausing a queue. */
+export interface SlotQueue {
+  readonly clock: { readonly uncertaintyMs: number; toRedis(localMs: number): number };
+  pause(arena: string, queue: string, ms: number): Promise<number>;
+}
+
+/**
+ * Holds each request to its slot: sends at a fixed offset from the moment
+ * Redis served the slot, and when a request goes out late anyway, pushes
+ * the domain's next slot so the gap after it is still whole. Scrapy's
+ * downloader slot, shared through Redis: the delay is Redis's, the send
+ * time this object's.
+ */
+export class SendPacer {
+  constructor(
+    private readonly queue: SlotQueue,
+    private readonly arena: string,
+    private readonly count: (domain: string, name: TallyName) => void,
+    private readonly clock: LocalClock = realClock,
+  ) {}
+
+  /**
+   * Waits for the slot's send time; resolves the planned send time (local
+   * clock), or null when the slot cannot be kept (the lease must go back
+   * unused) or `signal` aborted. On time (within sendSlackMs): go. Late (the
+   * event loop was busy): the request may still go if the domain's next
+   * slot can be pushed out by the lateness first, so the gap after it is
+   * whole. Unlimited domains have no gaps to keep: no wait.
+   */
+  async hold(lease: Lease, signal?: AbortSignal): Promise<number | null> {
+    if (lease.intervalMs === 0) return this.clock.now();
+    // The slot's time on this clock is known to within ±u (half the best round
+    // trip seen): wait for its latest possible time, so a request is never
+    // early, and count the ±u spread as lateness the next slot must absorb.
+    const u = this.queue.clock.uncertaintyMs;
+    const sendAt = lease.localServedAt + PACING.sendDelayMs + u;
+    await this.clock.sleepUntil(sendAt, signal);
+    if (signal?.aborted) return null;
+    const late = this.clock.now() - sendAt + 2 * u;
+    if (late <= PACING.sendSlackMs) return sendAt;
+    // Push the domain's next slot out by the lateness (plus what the pause call
+    // itself may add), while that slot is still ahead; then send.
+    const cover = late + PACING.pauseCoverMs;
+    if (lease.intervalMs - PACING.sendDelayMs - cover > 0) {
+      await this.pushNextSlot(lease, cover);
+      const now = this.clock.now();
+      if (now - sendAt <= cover && this.queue.clock.toRedis(now) < lease.servedAt + lease.intervalMs) {
+        this.count(lease.queue, 'lateSends');
+        // The pause already covers this much lateness.
+        return sendAt + cover - 2 * u;
+      }
+    }
+    this.count(lease.queue, 'lateSlots');
+    return null;
+  }
+
+  /**
+   * The request's headers reached the socket at `at` (local clock). Later
+   * than planned by more than the slack (undici's own start-up, a busy event
+   * loop): push the domain's next slot out by as much, so the gap after this
+   * request is still whole.
+   */
+  sentLate(lease: Lease, plannedAt: number, at: number): void {
+    if (lease.intervalMs === 0) return;
+    const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
+    if (late <= PACING.sendSlackMs) return;
+    this.count(lease.queue, 'lateSends');
+    void this.pushNextSlot(lease, late).catch(() => undefined);
+  }
+
+  /**
+   * A request `lateMs` later than its slot's send time: pause the domain so
+   * its next slot comes no sooner than a full interval after this request
+   * (Redis time: served + lateness + interval).
+   */
+  async pushNextSlot(lease: Lease, lateMs: number): Promise<void> {
+    const until = lease.servedAt + lateMs + lease.intervalMs + 1;
+    const ms = Math.ceil(until - this.queue.clock.toRedis(this.clock.now()));
+    if (ms > 0) await this.queue.pause(this.arena, lease.queue, ms);
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Running a crawl, the one way the command line, the programmatic API and
+ * the tests all do it: the stored-seed policy, one worker, and kickoff plus
+ * workers in this process.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { FairQueue, sleep } from '../queue/index.js';
+import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
+import { JsonlWriter } from './output.js';
+import { storableSeed, type Seed } from './seed.js';
+import { crawlStats, type CrawlStats } from './stats.js';
+import { CrawlWorker } from './worker.js';
+import type { WorkerOptions, WorkerSummary } from './worker-options.js';
+
+/** How often a worker started before kickoff looks for the stored seed. */
+const KICKOFF_POLL_MS = 500;
+
+/**
+ * The seed a worker crawls with: the copy kickoff stored in the arena, so
+ * every worker agrees whatever file it was started with. Waits for kickoff
+ * when there is none yet (saying so once); warns when the local seed differs
+ * from the stored one. Resolves null when `signal` aborts first.
+ */
+export async function storedSeed(redis: Redis | Cluster, local: Seed, options: { log?: Logger | undefined; signal?: AbortSignal | undefined } = {}): Promise<Seed | null> {
+  const queue = new FairQueue(redis);
+  let waiting = false;
+  while (!options.signal?.aborted) {
+    const stored = await readStoredSeed(redis, local.arena, queue);
+    if (stored) {
+      if (!isDeepStrictEqual(storableSeed(stored), storableSeed(local))) {
+        options.log?.warn({ arena: local.arena }, 'the seed file differs from the one kickoff stored in the arena: using the stored one');
+      }
+      return stored;
+    }
+    if (!waiting) options.log?.info({ arena: local.arena }, 'waiting for kickoff of this arena');
+    waiting = true;
+    await sleep(KICKOFF_POLL_MS, options.signal);
+  }
+  return null;
+}
+
+/** One worker on the arena's stored seed, until drained (exitWhenDone), maxPages, or abort. */
+export async function runWorker(redis: Redis | Cluster, local: Seed, options: WorkerOptions = {}): Promise<WorkerSummary> {
+  const seed = await storedSeed(redis, local, { log: options.logger, signal: options.signal });
+  if (!seed) return { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, exitReason: 'stopped' };
+  return new CrawlWorker(redis, seed, options).run();
+}
+
+export interface CrawlResult {
+  kickoff: KickoffResult;
+  workers: WorkerSummary[];
+  stats: CrawlStats;
+}
+
+/**
+ * Kickoff, then `workers` workers in this process until the arena is
+ * drained (or maxPages); `out` is truncated first and shared by them.
+ */
+export async function runCrawl(redis: Redis | Cluster, seed: Seed, options: Omit<WorkerOptions, 'out' | 'exitWhenDone'> & { workers: number; out?: string }): Promise<CrawlResult> {
+  const queue = new FairQueue(redis);
+  const k = await kickoff(redis, seed, queue);
+  const out = options.out ? new JsonlWriter(options.out, { truncate: true }) : undefined;
+  try {
+    const { workers, out: _path, ...workerOptions } = options;
+    const summaries = await Promise.all(
+      Array.from({ length: workers }, () => runWorker(redis, seed, { ...workerOptions, exitWhenDone: true, ...(out ? { out } : {}) })),
+    );
+    return { kickoff: k, workers: summaries, stats: await crawlStats(redis, seed.arena, queue) };
+  } finally {
+    await out?.close();
+    await queue.close();
+  }
+}

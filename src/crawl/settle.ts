@@ -1,0 +1,128 @@
+import type { Logger } from 'pino';
+import type { FairQueue, Lease } from '../queue/index.js';
+import type { PageBudget } from './budget.js';
+import type { CrawlItem } from './keys.js';
+import type { CrawlMetrics } from './metrics.js';
+import type { Outcome } from './outcome.js';
+import type { JsonlWriter, PageRecord } from './output.js';
+import type { Tally } from './tally.js';
+
+/** A lease being handled: its decoded item and whether it holds a page reservation. */
+export interface LeaseContext {
+  lease: Lease;
+  /** null when the queue item was not written by weir. */
+  item: CrawlItem | null;
+  reserved: boolean;
+}
+
+/**
+ * Carries out an outcome: the one place a lease ends. The queue call, then
+ * the page budget (a reservation is kept only by a page committed 'ok'),
+ * the counters, and the output line (only for what really ended: a commit
+ * that came back 'ok', a dead letter).
+ */
+export class Settler {
+  constructor(
+    private readonly deps: {
+      queue: FairQueue;
+      budget: PageBudget;
+      tally: Tally;
+      out?: JsonlWriter | undefined;
+      metrics?: CrawlMetrics | undefined;
+      log?: Logger | undefined;
+    },
+  ) {}
+
+  async settle(ctx: LeaseContext, outcome: Outcome): Promise<void> {
+    const { lease } = ctx;
+    const { queue, tally } = this.deps;
+    let kept = false;
+    try {
+      switch (outcome.kind) {
+        case 'commit': {
+          const r = await queue.commit(lease);
+          this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
+          if (r === 'ok') {
+            kept = outcome.page;
+            tally.addAll(lease.queue, outcome.tallies);
+            this.write(ctx, outcome.record);
+          } else {
+            this.stale(ctx, 'commit');
+          }
+          return;
+        }
+        case 'retry': {
+          const r = await queue.retry(lease, { delayMs: outcome.delayMs, countAttempt: outcome.countAttempt, reason: outcome.reason });
+          this.leaseOutcome(r === 'ok' ? 'retried' : r);
+          if (r === 'stale') return this.stale(ctx, 'retry');
+          tally.addAll(lease.queue, outcome.tallies);
+          if (r === 'dead') {
+            tally.add(lease.queue, 'errors');
+            this.write(ctx, { ...outcome.record, error: `gave up after ${lease.attempt} attempts: ${outcome.reason}` });
+          } else {
+            this.deps.log?.debug({ url: ctx.item?.u, reason: outcome.reason, delayMs: outcome.delayMs, attempt: lease.attempt }, 'will retry');
+          }
+          return;
+        }
+        case 'release': {
+          const r = await queue.release(lease);
+          this.leaseOutcome(r === 'ok' ? 'released' : 'stale');
+          tally.addAll(lease.queue, outcome.tallies);
+          if (r === 'ok') tally.add(lease.queue, 'released');
+          return;
+        }
+        case 'fail': {
+          const r = await queue.fail(lease, outcome.reason);
+          this.leaseOutcome(r === 'ok' ? 'dead' : 'stale');
+          if (r === 'stale') return this.stale(ctx, 'fail');
+          tally.addAll(lease.queue, outcome.tallies);
+          this.write(ctx, outcome.record);
+          return;
+        }
+        case 'pause': {
+          await queue.pause(lease.arena, lease.queue, outcome.ms);
+          const r = await queue.retry(lease, { delayMs: outcome.ms, countAttempt: false, reason: outcome.reason });
+          this.leaseOutcome(r === 'ok' ? 'retried' : r);
+          if (r === 'stale') return this.stale(ctx, 'retry');
+          tally.addAll(lease.queue, outcome.tallies);
+          this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
+          return;
+        }
+      }
+    } finally {
+      if (ctx.reserved && !kept) await this.deps.budget.unreserve();
+      ctx.reserved = false;
+    }
+  }
+
+  private leaseOutcome(outcome: 'committed' | 'stale' | 'retried' | 'released' | 'dead'): void {
+    this.deps.metrics?.leases.inc({ outcome });
+  }
+
+  /** The lease had expired: its URL went to another worker, which will record it. */
+  private stale(ctx: LeaseContext, call: string): void {
+    this.deps.tally.add(ctx.lease.queue, 'stale');
+    this.deps.log?.warn({ url: ctx.item?.u, call }, 'lease had expired: another worker has this URL now (no output line, no page counted here)');
+  }
+
+  private write(ctx: LeaseContext, rec: Partial<PageRecord>): void {
+    const { lease, item } = ctx;
+    this.deps.out?.write({
+      url: item?.u ?? lease.item,
+      domain: lease.queue,
+      status: rec.status ?? null,
+      contentType: rec.contentType ?? null,
+      bytes: rec.bytes ?? 0,
+      depth: item?.d ?? 0,
+      referrer: item?.r ?? null,
+      fetchedAt: new Date().toISOString(),
+      elapsedMs: rec.elapsedMs ?? 0,
+      title: rec.title ?? null,
+      links: rec.links ?? 0,
+      enqueued: rec.enqueued ?? 0,
+      redirect: rec.redirect ?? null,
+      attempt: lease.attempt,
+      error: rec.error ?? null,
+    });
+  }
+}

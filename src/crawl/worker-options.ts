@@ -1,0 +1,58 @@
+import type { CheerioAPI } from 'cheerio';
+import type { Logger } from 'pino';
+import type { CrawlMetrics } from './metrics.js';
+import type { LookupFunction } from './netguard.js';
+import type { JsonlWriter } from './output.js';
+
+/** Documented worker defaults. */
+export const WORKER_DEFAULTS = {
+  /** Fetches in flight at once in one worker process (its lanes), across domains. */
+  concurrency: 16,
+  /** Lease per URL; extended every half lease while a fetch runs. */
+  leaseMs: 60_000,
+  /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
+  drainCheckMs: 500,
+} as const;
+
+export interface PageContext {
+  url: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  /** cheerio, loaded on first use. */
+  $: () => Promise<CheerioAPI>;
+}
+
+/** Extra URLs to enqueue (absolute or relative to the page), or nothing. */
+export type OnPage = (page: PageContext) => Promise<string[] | void> | string[] | void;
+
+export interface WorkerOptions {
+  /** Lanes: fetches in flight at once. */
+  concurrency?: number;
+  leaseMs?: number;
+  exitWhenDone?: boolean;
+  out?: JsonlWriter;
+  logger?: Logger;
+  onPage?: OnPage;
+  /** Aborting stops dequeuing; leases in flight are handed back. */
+  signal?: AbortSignal;
+  /** Injectable DNS (tests). */
+  lookup?: LookupFunction;
+  /** Backoff base after a failed robots.txt fetch (default ROBOTS.retryBaseMs, 1 s). */
+  robotsRetryBaseMs?: number;
+  /** Backoff base for 5xx and network errors (default RETRY_POLICY.retryBaseMs, 1 s). */
+  retryBaseMs?: number;
+  /** Prometheus metrics to keep (see CrawlMetrics). */
+  metrics?: CrawlMetrics;
+}
+
+export interface WorkerSummary {
+  pages: number;
+  errors: number;
+  robotsBlocked: number;
+  redirects: number;
+  enqueued: number;
+  malformedUrls: number;
+  released: number;
+  exitReason: 'drained' | 'maxPages' | 'stopped';
+}

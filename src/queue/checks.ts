@@ -1,0 +1,66 @@
+/**
+ * Argument checks made before a script is called (the scripts make the same
+ * ones: a bad argument never reaches a write). Each throws a
+ * QueueArgumentError with a stable code.
+ */
+import { QueueArgumentError, type QueueErrorCode } from './errors.js';
+import { LIMITS } from './limits.js';
+
+export function bad(message: string, code: QueueErrorCode = 'WEIR_BAD_ARGS'): never {
+  throw new QueueArgumentError(code, message);
+}
+
+export function checkInt(name: string, v: unknown, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    bad(`${name} must be an integer in [${min}, ${max}], got ${String(v)}`);
+  }
+  return v;
+}
+
+/** Queue names: 1..maxNameBytes bytes, any characters. */
+export function checkName(kind: string, name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name) > LIMITS.maxNameBytes) {
+    bad(`${kind} must be a non-empty string of at most ${LIMITS.maxNameBytes} bytes`, 'WEIR_BAD_NAME');
+  }
+  return name;
+}
+
+/** A rate as the script takes it: 'unlimited', or the number with all 17 significant digits. */
+export function checkRate(queue: string, rate: unknown): string {
+  if (rate === 'unlimited') return 'unlimited';
+  if (typeof rate !== 'number' || !Number.isFinite(rate) || rate < LIMITS.minRate || rate > LIMITS.maxRate) {
+    bad(
+      `rate of queue ${queue} must be a number in [${LIMITS.minRate}, ${LIMITS.maxRate}] or 'unlimited', got ${String(rate)}`,
+      'WEIR_BAD_RATE',
+    );
+  }
+  return rate.toPrecision(17);
+}
+
+/** Reasons are cut to maxReasonBytes (at a character boundary), never refused. */
+export function checkReason(reason: string): string {
+  if (Buffer.byteLength(reason) > LIMITS.maxReasonBytes) {
+    return Buffer.from(reason).subarray(0, LIMITS.maxReasonBytes).toString('utf8').replace(/\uFFFD+$/, '');
+  }
+  return reason;
+}
+
+export function checkItems(items: readonly string[]): void {
+  for (const [i, item] of items.entries()) {
+    if (typeof item !== 'string') bad(`item ${i} is not a string`);
+    if (Buffer.byteLength(item) > LIMITS.maxItemBytes) bad(`item ${i} is over ${LIMITS.maxItemBytes} bytes`, 'WEIR_ITEM_TOO_LARGE');
+  }
+}
+
+/** Dedupe bit positions: one entry per item, each of the same length k; returns k (0 without dedupe). */
+export function checkDedupe(dedupe: readonly (readonly number[])[] | undefined, items: number): number {
+  if (!dedupe) return 0;
+  if (dedupe.length !== items) bad(`dedupe has ${dedupe.length} entries for ${items} items`);
+  const k = dedupe[0]?.length ?? 0;
+  if (k < 1 || k > LIMITS.maxHashes) bad(`each dedupe entry must have 1..${LIMITS.maxHashes} bit positions`);
+  for (const d of dedupe) {
+    if (d.length !== k) bad('every dedupe entry must have the same number of bit positions');
+    for (const p of d) if (!Number.isInteger(p) || p < 0) bad(`bit position ${p} is not a non-negative integer`);
+  }
+  return k;
+}

@@ -1,0 +1,51 @@
+/**
+ * The queue's limits: the one place they are written. The TypeScript API
+ * checks arguments against them before a call; src/queue/scripts.ts
+ * generates them into every Lua script (where it says `--@limits`, as
+ * `local MAX_ITEM_BYTES = 65536` and so on), so the scripts check the same
+ * numbers themselves.
+ */
+export const LIMITS = {
+  maxItemBytes: 65536,
+  maxNameBytes: 256,
+  maxReasonBytes: 1024,
+  /** Items, tokens or queues one script call takes (the API splits larger batches). */
+  maxPerCall: 1000,
+  /** Dedupe bit positions per item. */
+  maxHashes: 64,
+  /** Dedupe bitmap size, bits (a Redis string's largest size). */
+  maxDedupeBits: 4_294_967_296,
+  minRate: 0.000001,
+  maxRate: 10_000_000,
+  maxLeaseMs: 86_400_000,
+  /** Longest retry delay or pause: a year. */
+  maxDelayMs: 31_536_000_000,
+  maxAttempts: 1000,
+  maxInFlight: 1_000_000,
+  /** Largest offset or cursor a page may start at. */
+  maxOffset: 1e15,
+  /** Queues in one page of per-queue stats. */
+  maxStatsPage: 500,
+} as const;
+
+export const DEFAULTS = {
+  /** Key prefix; every key is `<prefix>:{<arena>}:<name>`. */
+  prefix: 'weir',
+  /** How long a dequeue's lease lasts unless committed, extended or handed back. */
+  leaseMs: 60_000,
+  /** Deliveries that count before an item goes to the dead letter. */
+  maxAttempts: 5,
+  /** Waits up to this long are slept on a local timer; longer ones block on the wake list. */
+  timerWaitMaxMs: 250,
+  /** How long `take` blocks for new work in an idle arena before dequeuing again to re-check. */
+  idleCheckMs: 5000,
+} as const;
+
+const luaName = (key: string): string => key.replace(/([A-Z])/g, '_$1').toUpperCase();
+
+/** The limits as Lua locals: `local MAX_ITEM_BYTES = 65536` ... and DEFAULT_MAX_ATTEMPTS. */
+export function luaLimits(): string {
+  const lines = Object.entries(LIMITS).map(([k, v]) => `local ${luaName(k)} = ${String(v)}`);
+  lines.push(`local DEFAULT_MAX_ATTEMPTS = ${DEFAULTS.maxAttempts}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,127 @@
+/**
+ * The scripts' replies, decoded by named fields. Each script's reply shape
+ * is written in its header (lua/<name>.lua); this is the one place the
+ * TypeScript side reads them.
+ */
+import type { ArenaStats, DeadItem, LeaseOutcome, QueueStats } from './types.js';
+
+const num = (v: unknown): number => (v === null || v === undefined || v === '' ? 0 : Number(v));
+
+/** commit, release, fail: 1 = ok, 0 = stale. */
+export function decodeOutcome(r: unknown): LeaseOutcome {
+  return num(r) === 1 ? 'ok' : 'stale';
+}
+
+/** retry: 1 = ok, 2 = dead-lettered, 0 = stale. */
+export function decodeRetry(r: unknown): LeaseOutcome | 'dead' {
+  return num(r) === 2 ? 'dead' : decodeOutcome(r);
+}
+
+/** extend: the new expiry in ms, or 0 when stale. */
+export function decodeExtend(r: unknown): number | null {
+  const v = num(r);
+  return v === 0 ? null : v;
+}
+
+/** A lease as dequeue sends it, before the client adds its own clock's view. */
+export interface RawLease {
+  token: string;
+  queue: string;
+  item: string;
+  attempt: number;
+  expiresAt: number;
+  /** ms since the epoch with the µs fraction (Redis clock). */
+  servedAt: number;
+  intervalMs: number;
+}
+
+export interface DequeueReply {
+  /** µs until work may be ready; null = only new work helps (-1 in the reply). */
+  waitUs: number | null;
+  /** A queue id promised to this caller, or ''. */
+  promised: string;
+  /** Redis's clock, ms. */
+  nowMs: number;
+  leases: RawLease[];
+}
+
+/** dequeue: {{waitUs, promised, nowUs}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}...}. */
+export function decodeDequeue(r: unknown): DequeueReply {
+  const [head, ...rest] = r as [[number, string, string], ...unknown[][]];
+  const waitUs = num(head[0]);
+  return {
+    waitUs: waitUs < 0 ? null : waitUs,
+    promised: String(head[1] ?? ''),
+    nowMs: num(head[2]) / 1000,
+    leases: rest.map(([token, queue, item, attempt, expiresAt, servedAt, interval]) => ({
+      token: String(token),
+      queue: String(queue),
+      item: String(item),
+      attempt: num(attempt),
+      expiresAt: num(expiresAt),
+      servedAt: num(servedAt) / 1000,
+      intervalMs: num(interval) / 1000,
+    })),
+  };
+}
+
+/** dead: JSON records {queue, item, reason, attempts, at}. */
+export function decodeDead(r: unknown): DeadItem[] {
+  return (r as string[]).map((row) => {
+    const d = JSON.parse(row) as Partial<DeadItem>;
+    return { queue: String(d.queue), item: String(d.item), reason: String(d.reason ?? ''), attempts: num(d.attempts), at: num(d.at) };
+  });
+}
+
+export interface StatsReply {
+  arena: ArenaStats;
+  queues: QueueStats[];
+  cursor: number | null;
+}
+
+const TOTALS = ['queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'queues', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'schema', 'expired'] as const;
+const ROW = ['name', 'rate', 'maxInFlight', 'queued', 'leased', 'delayed', 'done', 'dead', 'nextEligibleAt', 'pausedUntil', 'held'] as const;
+
+function named<K extends string>(names: readonly K[], values: unknown[]): Record<K, string> {
+  return Object.fromEntries(names.map((n, i) => [n, values[i] === undefined || values[i] === null ? '' : String(values[i] as string | number)])) as Record<K, string>;
+}
+
+/** stats: {nowMs, totals, nextCursor, rows} (see lua/stats.lua). */
+export function decodeStats(r: unknown): StatsReply {
+  const [now, totals, next, rows] = r as [string, string[], number, string[][]];
+  const t = named(TOTALS, totals);
+  const bits = num(t.dedupeBits);
+  const arena: ArenaStats = {
+    queued: num(t.queued),
+    leased: num(t.leased),
+    delayed: num(t.delayed),
+    done: num(t.done),
+    dead: num(t.dead),
+    enqueued: num(t.enqueued),
+    queues: num(t.queues),
+    held: t.held === '1',
+    maxAttempts: num(t.maxAttempts),
+    dedupe: bits > 0 ? { bits, hashes: num(t.dedupeHashes) } : null,
+    drained: num(t.queued) + num(t.leased) + num(t.delayed) === 0,
+    exists: t.schema !== '',
+    expired: num(t.expired),
+    now: num(now),
+  };
+  const queues = rows.map((values): QueueStats => {
+    const f = named(ROW, values);
+    return {
+      name: f.name,
+      rate: f.rate === 'unlimited' ? 'unlimited' : num(f.rate),
+      maxInFlight: num(f.maxInFlight),
+      queued: num(f.queued),
+      leased: num(f.leased),
+      delayed: num(f.delayed),
+      done: num(f.done),
+      dead: num(f.dead),
+      nextEligibleAt: num(f.nextEligibleAt),
+      pausedUntil: num(f.pausedUntil),
+      held: f.held === '1',
+    };
+  });
+  return { arena, queues, cursor: next === 0 ? null : Number(next) };
+}

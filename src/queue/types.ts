@@ -1,0 +1,120 @@
+import type { Cluster, Redis } from 'ioredis';
+
+export type Rate = number | 'unlimited';
+
+export interface QueueLimit {
+  /** Serves per second, fractional allowed, or 'unlimited'. Never served twice less than 1/rate apart. */
+  rate: Rate;
+  /** Leases of this queue out at once; absent or 0 means no cap. */
+  maxInFlight?: number;
+}
+
+export interface Lease {
+  readonly arena: string;
+  readonly token: string;
+  readonly queue: string;
+  readonly item: string;
+  /** 1 on the first delivery; counts deliveries that counted as attempts, plus this one. */
+  readonly attempt: number;
+  /** Expiry in ms since the epoch, by Redis's clock. */
+  expiresAt: number;
+  /** When the scheduler served it: ms since the epoch with µs fraction, Redis's clock. */
+  readonly servedAt: number;
+  /**
+   * The same moment on this process's performance.now() clock (see
+   * RedisClock). Lets a client act at a fixed offset from its slot.
+   */
+  readonly localServedAt: number;
+  /** The queue's interval between serves when this was served, ms (0 = unlimited). */
+  readonly intervalMs: number;
+}
+
+export type DequeueResult =
+  | { lease: Lease; waitMs: 0 }
+  /** waitMs: until a queue may become eligible; null when only new work (enqueue, commit, unhold) can help. */
+  | { lease: null; waitMs: number | null };
+
+/** 'ok', or 'stale' when the lease had expired or was already ended: nothing changed. */
+export type LeaseOutcome = 'ok' | 'stale';
+
+export interface RetryOptions {
+  /** Ms before the item may be served again; 0 puts it back at the head now. Default 0. */
+  delayMs?: number;
+  /** Kept as the item's last reason (shown in the dead letter). */
+  reason?: string;
+  /** Whether this delivery counts against maxAttempts. Default true. */
+  countAttempt?: boolean;
+}
+
+export interface DeadItem {
+  queue: string;
+  item: string;
+  reason: string;
+  attempts: number;
+  /** When it was dead-lettered, ms since the epoch (Redis time). */
+  at: number;
+}
+
+/** An arena's stats, kept by the scripts as counters: read in constant time. */
+export interface ArenaStats {
+  queued: number;
+  leased: number;
+  delayed: number;
+  done: number;
+  dead: number;
+  enqueued: number;
+  queues: number;
+  held: boolean;
+  maxAttempts: number;
+  dedupe: { bits: number; hashes: number } | null;
+  /** Nothing queued, leased or waiting for a retry. Dead-lettered items don't count. */
+  drained: boolean;
+  /** Whether the arena has ever been written to. */
+  exists: boolean;
+  /** Leases that expired and went back (ever). */
+  expired: number;
+  /** Redis's clock, ms since the epoch. */
+  now: number;
+}
+
+/** One queue's stats. */
+export interface QueueStats {
+  name: string;
+  rate: Rate;
+  maxInFlight: number;
+  queued: number;
+  leased: number;
+  delayed: number;
+  done: number;
+  dead: number;
+  /** Earliest time (ms, Redis clock) it may be served, by its rate and any pause. */
+  nextEligibleAt: number;
+  pausedUntil: number;
+  held: boolean;
+}
+
+export interface QueuePage {
+  queues: QueueStats[];
+  /** Pass back to get the next page; null after the last. */
+  cursor: number | null;
+}
+
+export interface TakeOptions {
+  leaseMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Counts of this client's calls, for benchmarks and metrics. */
+export interface QueueClientCounters {
+  dequeues: number;
+  emptyDequeues: number;
+  leases: number;
+  wakeups: number;
+}
+
+export interface FairQueueOptions {
+  prefix?: string;
+  leaseMs?: number;
+  /** A client for blocking waits; by default one is made with `client.duplicate()` when first needed. */
+  blockingClient?: Redis | Cluster;
+}
