@@ -1,6 +1,46 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layers' boundaries, enforced: the queue knows nothing outside itself
+ * (but the package's error module, a leaf); the crawler knows nothing of the
+ * command line and uses the queue only through its public index.
+ * test/lint.test.ts proves each rule fails on a forbidden import.
+ */
+const boundaries = [
+  {
+    files: ['src/queue/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../**', '!../errors.js'], message: 'src/queue knows nothing outside src/queue (only the package error module ../errors.js).' }] },
+      ],
+    },
+  },
+  {
+    files: ['src/crawl/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../cli', '../cli.js', '../cli/**'], message: 'the crawler knows nothing of the command line.' },
+            { group: ['../queue/**', '!../queue/index.js'], message: 'the crawler uses the queue through src/queue/index.ts only.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Small modules and short functions: each file holdable in one's head.
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400 }],
+      'max-lines-per-function': ['error', { max: 60 }],
+    },
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.weir/', 'coverage/', 'scratch/'] },
   js.configs.recommended,
@@ -21,6 +61,7 @@ export default tseslint.config(
       ],
     },
   },
+  ...boundaries,
   {
     files: ['eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,

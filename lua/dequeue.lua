@@ -55,6 +55,9 @@ local woken = ARGV[3] == '1'
 local count = int_arg(4, 'count', 1, MAX_PER_CALL)
 local promised = str_arg(5, 'promised', 20, true)
 if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_ARGS', 'promised must be a queue id') end
+-- The caller's own promise: if its slot has moved (a pause pushed it), it is
+-- promised to this caller again rather than counted as someone else's.
+local mine = promised
 ensure_schema()
 
 local function lease_reply(token, st, item, attempt, expires_ms, served_s)
@@ -145,7 +148,7 @@ local function wait_reply(now, promise_ready)
     local qid, at = slots[i], tonumber(slots[i + 1])
     if w ~= nil and w <= at then break end
     local st = qstate(qid)
-    if st.cl < at then
+    if st.cl < at or qid == mine then
       st.cl = at + CLAIM_GRACE_US
       qdirty(qid, st)
       return { math.max(0, at - now), qid }

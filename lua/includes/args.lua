@@ -1,7 +1,7 @@
 --[[
   Arguments and numbers: checking ARGV, raising typed errors, Redis time.
   The limits (MAX_ITEM_BYTES, MAX_LEASE_MS, ...) come from src/queue/limits.ts,
-  generated into every script where it says --@limits, so TypeScript and Lua
+  generated into every script where the limits directive stands, so TypeScript and Lua
   check the same numbers.
 ]]
 --@include "keys"

@@ -1,8 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
-import type { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, request, type Dispatcher } from 'undici';
+import { decodeStages, destroyStages, readCapped } from './body.js';
 import { WarmConnector } from './connector.js';
 import { FetchError } from './fetch-error.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressError, type LookupFunction } from './netguard.js';
@@ -53,20 +52,6 @@ subscribe('undici:client:sendHeaders', (message) => {
     listener(performance.now());
   }
 });
-
-function decoderFor(encoding: string): Readable | null {
-  switch (encoding) {
-    case 'gzip':
-    case 'x-gzip':
-      return createGunzip();
-    case 'deflate':
-      return createInflate();
-    case 'br':
-      return createBrotliDecompress();
-    default:
-      return null;
-  }
-}
 
 /**
  * GETs one URL with undici: never follows redirects (the caller queues each
@@ -157,52 +142,16 @@ export class Fetcher {
       const len = Number(headers['content-length']);
       return { url, status: res.statusCode, headers, contentType, body: null, bytes: Number.isFinite(len) ? len : 0, truncated: false, elapsedMs: elapsed() };
     }
-    const encHeader = headers['content-encoding'];
-    const encodings = (Array.isArray(encHeader) ? encHeader.join(',') : (encHeader ?? ''))
-      .split(',')
-      .map((e) => e.trim().toLowerCase())
-      .filter((e) => e !== '' && e !== 'identity');
-    const stages: Readable[] = [res.body];
-    let stream: Readable = res.body;
-    for (const enc of encodings.reverse()) {
-      const d = decoderFor(enc);
-      if (!d) {
-        for (const s of stages) {
-          s.on('error', () => undefined);
-          s.destroy();
-        }
-        throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${enc}`, elapsed());
-      }
-      stream.on('error', (e) => d.destroy(e));
-      stream = stream.pipe(d as unknown as NodeJS.WritableStream) as unknown as Readable;
-      stages.push(stream);
-    }
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    let truncated = false;
+    const body = decodeStages(res.body, headers['content-encoding']);
     try {
-      for await (const chunk of stream) {
-        const buf = chunk as Buffer;
-        const room = this.options.maxBodyBytes - bytes;
-        if (buf.length > room) {
-          if (room > 0) chunks.push(buf.subarray(0, room));
-          bytes += Math.max(0, room);
-          truncated = true;
-          break;
-        }
-        bytes += buf.length;
-        chunks.push(buf);
-      }
+      if (!body.stream) throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${body.unsupported}`, elapsed());
+      const read = await readCapped(body.stream, this.options.maxBodyBytes);
+      return { url, status: res.statusCode, headers, contentType, ...read, elapsedMs: elapsed() };
     } catch (err) {
       throw FetchError.from(err, elapsed(), deadline.aborted);
     } finally {
-      // Destroying a body mid-stream makes undici and zlib emit late errors: nobody is listening any more.
-      for (const s of stages) {
-        s.on('error', () => undefined);
-        s.destroy();
-      }
+      destroyStages(body.stages);
     }
-    return { url, status: res.statusCode, headers, contentType, body: Buffer.concat(chunks), bytes, truncated, elapsedMs: elapsed() };
   }
 
   /**

@@ -86,50 +86,55 @@ function regexList(field: string, v: unknown): string[] {
   });
 }
 
-/** Validates parsed seed data. Throws SeedError naming the field; never touches Redis. */
-export function validateSeed(data: unknown): Seed {
-  if (!isRecord(data)) throw new SeedError('', 'must be a mapping (YAML) or an object (JSON) at the top level');
-  for (const k of Object.keys(data)) if (!KNOWN.has(k)) throw new SeedError(k, `is not a known field (known: ${[...KNOWN].join(', ')})`);
-
-  if (data.arena === undefined) throw new SeedError('arena', 'is required');
-  if (typeof data.arena !== 'string') throw new SeedError('arena', 'must be a string');
+function arenaOf(v: unknown): string {
+  if (v === undefined) throw new SeedError('arena', 'is required');
+  if (typeof v !== 'string') throw new SeedError('arena', 'must be a string');
   try {
-    validateArenaName(data.arena);
+    validateArenaName(v);
   } catch {
-    throw new SeedError('arena', `must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(data.arena)}`);
+    throw new SeedError('arena', `must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(v)}`);
   }
+  return v;
+}
 
-  const userAgent = data.userAgent ?? SEED_DEFAULTS.userAgent;
+/** The user agent and its product token (what robots.txt groups are matched on). */
+function userAgentOf(v: unknown): { userAgent: string; productToken: string } {
+  const userAgent = v ?? SEED_DEFAULTS.userAgent;
   if (typeof userAgent !== 'string' || userAgent.trim() === '' || /[\r\n]/.test(userAgent) || userAgent.length > 512) {
     throw new SeedError('userAgent', 'must be a one-line string of at most 512 characters');
   }
   const productToken = /^([A-Za-z_-]+)/.exec(userAgent.trim())?.[1]?.toLowerCase();
   if (!productToken) throw new SeedError('userAgent', 'must start with a product token of letters, "_" or "-" (like "weir/0.1"), which robots.txt groups are matched on');
+  return { userAgent, productToken };
+}
 
-  if (data.rateLimits === undefined) throw new SeedError('rateLimits', 'is required');
-  if (!isRecord(data.rateLimits)) throw new SeedError('rateLimits', 'must map domains to requests per second');
+function rateOf(field: string, rate: unknown): SeedRate {
+  if (rate === 'unlimited') return 'unlimited';
+  if (typeof rate === 'number' && Number.isFinite(rate) && rate > 0 && rate >= 0.000001 && rate <= 10_000_000) return rate;
+  throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${JSON.stringify(rate)}`);
+}
+
+function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; matcher: DomainMatcher } {
+  if (v === undefined) throw new SeedError('rateLimits', 'is required');
+  if (!isRecord(v)) throw new SeedError('rateLimits', 'must map domains to requests per second');
   const rateLimits: Record<string, SeedRate> = {};
   const keys: DomainKey[] = [];
-  for (const [rawKey, rate] of Object.entries(data.rateLimits)) {
+  for (const [rawKey, rate] of Object.entries(v)) {
     const field = `rateLimits.${rawKey}`;
     const key = parseDomainKey(rawKey);
     if (typeof key === 'string') throw new SeedError(field, `domain ${key}`);
     if (rateLimits[key.key] !== undefined) throw new SeedError(field, `is the same domain as another key (${key.key})`);
-    if (rate === 'unlimited') {
-      rateLimits[key.key] = 'unlimited';
-    } else if (typeof rate === 'number' && Number.isFinite(rate) && rate > 0 && rate >= 0.000001 && rate <= 10_000_000) {
-      rateLimits[key.key] = rate;
-    } else {
-      throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${JSON.stringify(rate)}`);
-    }
+    rateLimits[key.key] = rateOf(field, rate);
     keys.push(key);
   }
   if (keys.length === 0) throw new SeedError('rateLimits', 'must name at least one domain');
-  const matcher = new DomainMatcher(keys);
+  return { rateLimits, matcher: new DomainMatcher(keys) };
+}
 
-  if (data.start === undefined) throw new SeedError('start', 'is required');
-  if (!Array.isArray(data.start) || data.start.length === 0) throw new SeedError('start', 'must be a non-empty list of URLs');
-  const start = data.start.map((u, i) => {
+function startOf(v: unknown, matcher: DomainMatcher): string[] {
+  if (v === undefined) throw new SeedError('start', 'is required');
+  if (!Array.isArray(v) || v.length === 0) throw new SeedError('start', 'must be a non-empty list of URLs');
+  return v.map((u, i) => {
     const field = `start[${i}]`;
     if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
     const n = normalizeUrl(u);
@@ -137,38 +142,45 @@ export function validateSeed(data: unknown): Seed {
     if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
     return n;
   });
+}
 
-  const maxDepth = data.maxDepth === undefined || data.maxDepth === null ? null : int('maxDepth', data.maxDepth, 0, 1_000_000);
-  const maxPages = data.maxPages === undefined || data.maxPages === null ? null : int('maxPages', data.maxPages, 1, Number.MAX_SAFE_INTEGER);
-  const maxInFlightPerDomain = data.maxInFlightPerDomain === undefined ? SEED_DEFAULTS.maxInFlightPerDomain : int('maxInFlightPerDomain', data.maxInFlightPerDomain, 1, 10_000);
+function bloomOf(v: unknown): Seed['bloom'] {
+  const bloom = { ...SEED_DEFAULTS.bloom };
+  if (v === undefined) return bloom;
+  if (!isRecord(v)) throw new SeedError('bloom', 'must be a mapping with expectedUrls and falsePositiveRate');
+  for (const k of Object.keys(v)) if (k !== 'expectedUrls' && k !== 'falsePositiveRate') throw new SeedError(`bloom.${k}`, 'is not a known field');
+  const expectedUrls = v.expectedUrls === undefined ? bloom.expectedUrls : int('bloom.expectedUrls', v.expectedUrls, 1, 1_000_000_000);
+  const fp = v.falsePositiveRate ?? bloom.falsePositiveRate;
+  if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${JSON.stringify(fp)}`);
+  return { expectedUrls, falsePositiveRate: fp };
+}
 
-  let bloom: Seed['bloom'] = { ...SEED_DEFAULTS.bloom };
-  if (data.bloom !== undefined) {
-    if (!isRecord(data.bloom)) throw new SeedError('bloom', 'must be a mapping with expectedUrls and falsePositiveRate');
-    for (const k of Object.keys(data.bloom)) if (k !== 'expectedUrls' && k !== 'falsePositiveRate') throw new SeedError(`bloom.${k}`, 'is not a known field');
-    const expectedUrls = data.bloom.expectedUrls === undefined ? bloom.expectedUrls : int('bloom.expectedUrls', data.bloom.expectedUrls, 1, 1_000_000_000);
-    const fp = data.bloom.falsePositiveRate ?? bloom.falsePositiveRate;
-    if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${JSON.stringify(fp)}`);
-    bloom = { expectedUrls, falsePositiveRate: fp };
-  }
+const optional = <T>(v: unknown, fallback: T, check: (v: unknown) => T): T => (v === undefined ? fallback : check(v));
+const nullable = (v: unknown, check: (v: unknown) => number): number | null => (v === undefined || v === null ? null : check(v));
 
+/** Validates parsed seed data. Throws SeedError naming the field; never touches Redis. */
+export function validateSeed(data: unknown): Seed {
+  if (!isRecord(data)) throw new SeedError('', 'must be a mapping (YAML) or an object (JSON) at the top level');
+  for (const k of Object.keys(data)) if (!KNOWN.has(k)) throw new SeedError(k, `is not a known field (known: ${[...KNOWN].join(', ')})`);
+  const arena = arenaOf(data.arena);
+  const { rateLimits, matcher } = rateLimitsOf(data.rateLimits);
+  const d = SEED_DEFAULTS;
   return {
-    arena: data.arena,
-    userAgent,
-    productToken,
+    arena,
+    ...userAgentOf(data.userAgent),
     rateLimits,
-    start,
-    maxDepth,
-    maxPages,
-    maxInFlightPerDomain,
+    start: startOf(data.start, matcher),
+    maxDepth: nullable(data.maxDepth, (v) => int('maxDepth', v, 0, 1_000_000)),
+    maxPages: nullable(data.maxPages, (v) => int('maxPages', v, 1, Number.MAX_SAFE_INTEGER)),
+    maxInFlightPerDomain: optional(data.maxInFlightPerDomain, d.maxInFlightPerDomain, (v) => int('maxInFlightPerDomain', v, 1, 10_000)),
     include: regexList('include', data.include),
     exclude: regexList('exclude', data.exclude),
-    allowPrivateNetworks: data.allowPrivateNetworks === undefined ? SEED_DEFAULTS.allowPrivateNetworks : bool('allowPrivateNetworks', data.allowPrivateNetworks),
-    respectNofollow: data.respectNofollow === undefined ? SEED_DEFAULTS.respectNofollow : bool('respectNofollow', data.respectNofollow),
-    bloom,
-    requestTimeoutMs: data.requestTimeoutMs === undefined ? SEED_DEFAULTS.requestTimeoutMs : int('requestTimeoutMs', data.requestTimeoutMs, 100, 3_600_000),
-    maxBodyBytes: data.maxBodyBytes === undefined ? SEED_DEFAULTS.maxBodyBytes : int('maxBodyBytes', data.maxBodyBytes, 1024, 1024 * 1024 * 1024),
-    maxRedirects: data.maxRedirects === undefined ? SEED_DEFAULTS.maxRedirects : int('maxRedirects', data.maxRedirects, 0, 100),
+    allowPrivateNetworks: optional(data.allowPrivateNetworks, d.allowPrivateNetworks, (v) => bool('allowPrivateNetworks', v)),
+    respectNofollow: optional(data.respectNofollow, d.respectNofollow, (v) => bool('respectNofollow', v)),
+    bloom: bloomOf(data.bloom),
+    requestTimeoutMs: optional(data.requestTimeoutMs, d.requestTimeoutMs, (v) => int('requestTimeoutMs', v, 100, 3_600_000)),
+    maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
+    maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
   };
 }
 

@@ -34,65 +34,65 @@ export class Settler {
   ) {}
 
   async settle(ctx: LeaseContext, outcome: Outcome): Promise<void> {
-    const { lease } = ctx;
-    const { queue, tally } = this.deps;
     let kept = false;
     try {
-      switch (outcome.kind) {
-        case 'commit': {
-          const r = await queue.commit(lease);
-          this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
-          if (r === 'ok') {
-            kept = outcome.page;
-            tally.addAll(lease.queue, outcome.tallies);
-            this.write(ctx, outcome.record);
-          } else {
-            this.stale(ctx, 'commit');
-          }
-          return;
-        }
-        case 'retry': {
-          const r = await queue.retry(lease, { delayMs: outcome.delayMs, countAttempt: outcome.countAttempt, reason: outcome.reason });
-          this.leaseOutcome(r === 'ok' ? 'retried' : r);
-          if (r === 'stale') return this.stale(ctx, 'retry');
-          tally.addAll(lease.queue, outcome.tallies);
-          if (r === 'dead') {
-            tally.add(lease.queue, 'errors');
-            this.write(ctx, { ...outcome.record, error: `gave up after ${lease.attempt} attempts: ${outcome.reason}` });
-          } else {
-            this.deps.log?.debug({ url: ctx.item?.u, reason: outcome.reason, delayMs: outcome.delayMs, attempt: lease.attempt }, 'will retry');
-          }
-          return;
-        }
-        case 'release': {
-          const r = await queue.release(lease);
-          this.leaseOutcome(r === 'ok' ? 'released' : 'stale');
-          tally.addAll(lease.queue, outcome.tallies);
-          if (r === 'ok') tally.add(lease.queue, 'released');
-          return;
-        }
-        case 'fail': {
-          const r = await queue.fail(lease, outcome.reason);
-          this.leaseOutcome(r === 'ok' ? 'dead' : 'stale');
-          if (r === 'stale') return this.stale(ctx, 'fail');
-          tally.addAll(lease.queue, outcome.tallies);
-          this.write(ctx, outcome.record);
-          return;
-        }
-        case 'pause': {
-          await queue.pause(lease.arena, lease.queue, outcome.ms);
-          const r = await queue.retry(lease, { delayMs: outcome.ms, countAttempt: false, reason: outcome.reason });
-          this.leaseOutcome(r === 'ok' ? 'retried' : r);
-          if (r === 'stale') return this.stale(ctx, 'retry');
-          tally.addAll(lease.queue, outcome.tallies);
-          this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
-          return;
-        }
-      }
+      kept = await this.carryOut(ctx, outcome);
     } finally {
       if (ctx.reserved && !kept) await this.deps.budget.unreserve();
       ctx.reserved = false;
     }
+  }
+
+  /** The queue call and what follows from its answer; true when a page reservation is kept. */
+  private async carryOut(ctx: LeaseContext, outcome: Outcome): Promise<boolean> {
+    const { lease } = ctx;
+    const { queue, tally } = this.deps;
+    switch (outcome.kind) {
+      case 'commit': {
+        const r = await queue.commit(lease);
+        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
+        if (r === 'stale') return this.stale(ctx, 'commit');
+        tally.addAll(lease.queue, outcome.tallies);
+        this.write(ctx, outcome.record);
+        return outcome.page;
+      }
+      case 'retry':
+        return this.retry(ctx, outcome);
+      case 'release': {
+        const r = await queue.release(lease);
+        this.leaseOutcome(r === 'ok' ? 'released' : 'stale');
+        tally.addAll(lease.queue, outcome.tallies);
+        if (r === 'ok') tally.add(lease.queue, 'released');
+        return false;
+      }
+      case 'fail': {
+        const r = await queue.fail(lease, outcome.reason);
+        this.leaseOutcome(r === 'ok' ? 'dead' : 'stale');
+        if (r === 'stale') return this.stale(ctx, 'fail');
+        tally.addAll(lease.queue, outcome.tallies);
+        this.write(ctx, outcome.record);
+        return false;
+      }
+      case 'pause':
+        await queue.pause(lease.arena, lease.queue, outcome.ms);
+        this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
+        return this.retry(ctx, { kind: 'retry', delayMs: outcome.ms, countAttempt: false, reason: outcome.reason, tallies: outcome.tallies });
+    }
+  }
+
+  private async retry(ctx: LeaseContext, outcome: Extract<Outcome, { kind: 'retry' }>): Promise<boolean> {
+    const { lease } = ctx;
+    const r = await this.deps.queue.retry(lease, { delayMs: outcome.delayMs, countAttempt: outcome.countAttempt, reason: outcome.reason });
+    this.leaseOutcome(r === 'ok' ? 'retried' : r);
+    if (r === 'stale') return this.stale(ctx, 'retry');
+    this.deps.tally.addAll(lease.queue, outcome.tallies);
+    if (r === 'dead') {
+      this.deps.tally.add(lease.queue, 'errors');
+      this.write(ctx, { ...outcome.record, error: `gave up after ${lease.attempt} attempts: ${outcome.reason}` });
+    } else {
+      this.deps.log?.debug({ url: ctx.item?.u, reason: outcome.reason, delayMs: outcome.delayMs, attempt: lease.attempt }, 'will retry');
+    }
+    return false;
   }
 
   private leaseOutcome(outcome: 'committed' | 'stale' | 'retried' | 'released' | 'dead'): void {
@@ -100,9 +100,10 @@ export class Settler {
   }
 
   /** The lease had expired: its URL went to another worker, which will record it. */
-  private stale(ctx: LeaseContext, call: string): void {
+  private stale(ctx: LeaseContext, call: string): false {
     this.deps.tally.add(ctx.lease.queue, 'stale');
     this.deps.log?.warn({ url: ctx.item?.u, call }, 'lease had expired: another worker has this URL now (no output line, no page counted here)');
+    return false;
   }
 
   private write(ctx: LeaseContext, rec: Partial<PageRecord>): void {

@@ -15,8 +15,11 @@ const MAX_PROMISES = 8;
 
 export class Waiting {
   private readonly listeners = new Map<string, WakeListener>();
-  /** Per arena, from the last dequeue reply: when work may be ready (local ms; null = only after a wake-up). */
-  private readonly nextWork = new Map<string, { at: number | null }>();
+  /**
+   * Per arena, from the last dequeue reply: when work may be ready (local ms;
+   * null = only after a wake-up), and whether that time is a slot promised to us.
+   */
+  private readonly nextWork = new Map<string, { at: number | null; promised: boolean }>();
   /** Per arena, queue ids the script promised this client, oldest first. */
   private readonly promises = new Map<string, string[]>();
 
@@ -33,7 +36,11 @@ export class Waiting {
 
   /** A dequeue reply's word on when work may be ready (local ms, null = only after new work) and its promise. */
   noteReply(arena: string, readyAt: number | null, promised: string): void {
-    this.nextWork.set(arena, { at: readyAt });
+    // Replies to concurrent calls arrive one after another: one without a
+    // promise must not put off the wake-up for a slot another one promised us.
+    const current = this.nextWork.get(arena);
+    const keep = promised === '' && current?.promised === true && current.at !== null && (readyAt === null || current.at < readyAt);
+    if (!keep) this.nextWork.set(arena, { at: readyAt, promised: promised !== '' });
     if (promised === '') return;
     const list = this.promises.get(arena) ?? [];
     if (list.push(promised) > MAX_PROMISES) list.shift();

@@ -1,0 +1,113 @@
+/**
+ * The orchestration every caller shares (src/crawl/run.ts) and the robots
+ * gate as a server sees it: real redis-server, real HTTP servers on 127.0.0.1.
+ */
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import type { Redis } from 'ioredis';
+import { pino, type Logger } from 'pino';
+import { kickoff } from '../../src/crawl/kickoff.js';
+import { runCrawl, runWorker, storedSeed } from '../../src/crawl/run.js';
+import { storableSeed, validateSeed } from '../../src/crawl/seed.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { FixtureWeb, html } from '../helpers/web.js';
+
+let server: RedisServer;
+let redis: Redis;
+let web: FixtureWeb;
+
+before(async () => {
+  server = await startRedis();
+  redis = server.client();
+  web = new FixtureWeb();
+});
+
+after(async () => {
+  await web.close();
+  await server.destroy();
+});
+
+/** A pino logger whose lines land in `lines`. */
+function capture(): { log: Logger; lines: { level: number; msg: string }[] } {
+  const lines: { level: number; msg: string }[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, stream), lines };
+}
+
+describe('the stored seed', () => {
+  it('a worker whose seed file differs from the stored one warns and crawls with the stored one', async () => {
+    const site = await web.site('S', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('<a href="/a">a</a>'), '/a': html('<a href="/b">b</a>'), '/b': html('end') });
+    const stored = validateSeed({ arena: 'differs', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], maxDepth: 1, allowPrivateNetworks: true });
+    const local = validateSeed({ ...storableSeed(stored), maxDepth: 5 });
+    await kickoff(redis, stored);
+    const { log, lines } = capture();
+    const summary = await runWorker(redis, local, { logger: log, exitWhenDone: true, concurrency: 2 });
+    assert.ok(lines.some((l) => l.level === 40 && /differs from the one kickoff stored/.test(l.msg)), 'warned');
+    // The stored maxDepth (1) ruled: "/" and "/a", never "/b".
+    assert.equal(summary.pages, 2);
+    assert.equal(web.fetched('S', '/b'), 0);
+  });
+
+  it('a worker started before kickoff waits for it (saying so once), and one aborted meanwhile returns null', async () => {
+    const site = await web.site('W', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('home') });
+    const seed = validateSeed({ arena: 'waits', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], allowPrivateNetworks: true });
+    const { log, lines } = capture();
+    const waiting = storedSeed(redis, seed, { log });
+    await new Promise((r) => setTimeout(r, 1200));
+    await kickoff(redis, seed);
+    assert.deepEqual(await waiting, seed);
+    assert.equal(lines.filter((l) => /waiting for kickoff/.test(l.msg)).length, 1);
+    const ac = new AbortController();
+    const never = storedSeed(redis, { ...seed, arena: 'never-kicked-off' }, { signal: ac.signal });
+    ac.abort();
+    assert.equal(await never, null);
+  });
+});
+
+describe('robots gate', () => {
+  it('URLs drawn while robots.txt is being fetched spend no rate slot: the first page follows its answer, then full pace', async () => {
+    const ROBOTS_MS = 1200;
+    let answeredAt = 0;
+    const site = await web.site('R', {
+      '/robots.txt': async (_req, res) => {
+        await new Promise((r) => setTimeout(r, ROBOTS_MS));
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end('User-agent: *\nAllow: /\n');
+        answeredAt = performance.now();
+      },
+      '/': html('home'),
+      '/p/1': html('1'),
+      '/p/2': html('2'),
+      '/p/3': html('3'),
+    });
+    const seed = validateSeed({
+      arena: 'robotsgate',
+      rateLimits: { [site.key]: 1 },
+      start: ['/', '/p/1', '/p/2', '/p/3'].map((p) => `${site.origin}${p}`),
+      maxInFlightPerDomain: 4,
+      allowPrivateNetworks: true,
+    });
+    const result = await runCrawl(redis, seed, { workers: 2, concurrency: 4 });
+    assert.equal(result.stats.totals.pages, 4);
+    const reqs = web.of('R');
+    assert.equal(reqs[0]?.path, '/robots.txt');
+    const pages = reqs.slice(1).map((r) => r.at);
+    assert.equal(pages.length, 4, 'each page fetched once');
+    // Before the gate paused the domain, the slot one second after robots.txt
+    // went to a URL that then waited 500 ms: the first page came a whole
+    // interval after robots.txt was answered (800 ms here).
+    const firstAfterAnswer = (pages[0] ?? 0) - answeredAt;
+    assert.ok(firstAfterAnswer >= 0 && firstAfterAnswer < 400, `first page ${firstAfterAnswer.toFixed(0)} ms after robots.txt answered`);
+    for (let i = 1; i < pages.length; i++) {
+      const gap = (pages[i] ?? 0) - (pages[i - 1] ?? 0);
+      assert.ok(gap >= 1000 - 5, `gap ${gap.toFixed(1)} ms under the 1 s limit`);
+      assert.ok(gap < 1000 + 400, `gap ${gap.toFixed(1)} ms: a slot was lost`);
+    }
+  });
+});

@@ -1,0 +1,40 @@
+/** The shared Bloom filter's sizing and layout. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import bloomFilters from 'bloom-filters';
+import { bloomParams, bloomPositions, BLOCK_BITS, blockedFalsePositiveRate, classicBloomParams } from '../../src/crawl/bloom.js';
+describe('Bloom filter', () => {
+  it('starts from the bloom-filters package formulas, then grows the bitmap for the blocked layout', () => {
+    for (const [n, p] of [[10_000_000, 0.000001], [1000, 0.01], [123_457, 0.0001]] as const) {
+      const ref = bloomFilters.BloomFilter.create(n, p);
+      const classic = classicBloomParams(n, p);
+      assert.equal(classic.bits, ref._size, `m for n=${n} p=${p}`);
+      assert.equal(classic.hashes, ref._nbHashes, `k for n=${n} p=${p}`);
+      const ours = bloomParams(n, p);
+      assert.equal(ours.hashes, ref._nbHashes);
+      assert.equal(ours.bits % BLOCK_BITS, 0);
+      assert.ok(ours.bits >= ref._size);
+      assert.ok(blockedFalsePositiveRate(ours.bits, ours.hashes, n) <= p);
+    }
+  });
+
+  it('puts all of a key\'s bits, distinct, in one block, and keeps false positives near the target', () => {
+    const params = bloomParams(20_000, 0.001);
+    const bits = new Uint8Array(params.bits / 8);
+    const set = (p: number): void => {
+      bits[p >> 3] = (bits[p >> 3] as number) | (1 << (p & 7));
+    };
+    const has = (p: number): boolean => ((bits[p >> 3] as number) & (1 << (p & 7))) !== 0;
+    for (let i = 0; i < 20_000; i++) {
+      const pos = bloomPositions(`https://example.test/page/${i}`, params);
+      assert.equal(new Set(pos).size, params.hashes);
+      assert.equal(new Set(pos.map((p) => Math.floor(p / BLOCK_BITS))).size, 1);
+      pos.forEach(set);
+    }
+    let fp = 0;
+    const trials = 100_000;
+    for (let i = 0; i < trials; i++) if (bloomPositions(`https://other.test/${i}`, params).every(has)) fp++;
+    // Sized for 0.001 (the blocked rate computed exactly); 100,000 trials: allow sampling noise.
+    assert.ok(fp / trials < 0.0015, `false-positive rate ${fp / trials}`);
+  });
+});

@@ -1,0 +1,32 @@
+/**
+ * The layers' boundaries are enforced by the linter (eslint.config.js):
+ * each rule fails on a forbidden import and passes the allowed one. The
+ * imports are linted as the text of real files of each layer.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ESLint } from 'eslint';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const eslint = new ESLint({ cwd: ROOT });
+
+async function importProblems(file: string, from: string): Promise<string[]> {
+  const [r] = await eslint.lintText(`import * as probe from '${from}';\nexport const used = probe;\n`, { filePath: `${ROOT}${file}` });
+  return (r?.messages ?? []).map((m) => `${m.ruleId ?? 'parse'}: ${m.message}`);
+}
+
+describe('layer boundaries (lint)', () => {
+  it('src/queue imports nothing outside src/queue but the error module', async () => {
+    assert.match((await importProblems('src/queue/sleep.ts', '../crawl/keys.js')).join('\n'), /no-restricted-imports: .*src\/queue knows nothing outside/);
+    assert.match((await importProblems('src/queue/sleep.ts', '../cli/main.js')).join('\n'), /no-restricted-imports/);
+    assert.deepEqual(await importProblems('src/queue/sleep.ts', '../errors.js'), []);
+    assert.deepEqual(await importProblems('src/queue/sleep.ts', './limits.js'), []);
+  });
+
+  it('src/crawl imports neither the command line nor a queue file other than its index', async () => {
+    assert.match((await importProblems('src/crawl/scope.ts', '../cli/main.js')).join('\n'), /the crawler knows nothing of the command line/);
+    assert.match((await importProblems('src/crawl/scope.ts', '../cli.js')).join('\n'), /the crawler knows nothing of the command line/);
+    assert.match((await importProblems('src/crawl/scope.ts', '../queue/limits.js')).join('\n'), /through src\/queue\/index\.ts only/);
+    assert.deepEqual(await importProblems('src/crawl/scope.ts', '../queue/index.js'), []);
+  });
+});

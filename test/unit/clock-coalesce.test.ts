@@ -1,0 +1,61 @@
+/** RedisClock (Redis's clock seen locally) and Coalescer (same-turn calls batched). */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Coalescer } from '../../src/queue/coalesce.js';
+import { RedisClock } from '../../src/queue/index.js';
+
+describe('RedisClock', () => {
+  it('maps through the sample with the shortest round trip; uncertainty is half of it', () => {
+    const c = new RedisClock();
+    assert.equal(c.uncertaintyMs, 0);
+    c.sample(10_000, 100, 110); // offset 9,895, rtt 10
+    assert.equal(c.toLocal(10_000), 105);
+    assert.equal(c.toRedis(105), 10_000);
+    assert.equal(c.uncertaintyMs, 5);
+    c.sample(20_000, 200, 240); // worse round trip, still fresh: ignored
+    assert.equal(c.toRedis(105), 10_000);
+    c.sample(20_000, 300, 302); // better: taken (offset 19,699)
+    assert.equal(c.toRedis(301), 20_000);
+    assert.equal(c.uncertaintyMs, 1);
+    c.sample(30_000, 300 + RedisClock.renewMs + 10, 300 + RedisClock.renewMs + 30); // stale best: any newer sample replaces it
+    assert.equal(c.uncertaintyMs, 10);
+  });
+
+  it('ignores nonsense samples', () => {
+    const c = new RedisClock();
+    c.sample(Number.NaN, 0, 1);
+    c.sample(-5, 0, 1);
+    assert.equal(c.uncertaintyMs, 0);
+  });
+});
+
+describe('Coalescer', () => {
+  it('calls with one key in one turn of the event loop go in one batch, in order; other keys apart', async () => {
+    const batches: [string, number[]][] = [];
+    const c = new Coalescer<number, number>((key, reqs) => {
+      batches.push([key, reqs]);
+      return Promise.resolve(reqs.map((r) => r * 10));
+    }, 100);
+    const r = await Promise.all([c.add('a', 1), c.add('b', 2), c.add('a', 3)]);
+    assert.deepEqual(r, [10, 20, 30]);
+    assert.deepEqual(batches, [['a', [1, 3]], ['b', [2]]]);
+    await c.add('a', 4);
+    assert.deepEqual(batches.at(-1), ['a', [4]]);
+  });
+
+  it('a full batch goes at once; the rest forms the next', async () => {
+    const sizes: number[] = [];
+    const c = new Coalescer<number, number>((_k, reqs) => {
+      sizes.push(reqs.length);
+      return Promise.resolve(reqs);
+    }, 3);
+    await Promise.all([1, 2, 3, 4, 5, 6, 7].map((n) => c.add('k', n)));
+    assert.deepEqual(sizes, [3, 3, 1]);
+  });
+
+  it('a failed batch rejects every call in it', async () => {
+    const c = new Coalescer<number, number>(() => Promise.reject(new Error('down')), 10);
+    const results = await Promise.allSettled([c.add('k', 1), c.add('k', 2)]);
+    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+  });
+});

@@ -1,0 +1,121 @@
+/** The send pacer on a fake clock: on time, late but coverable, too late, unlimited, late sends. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { PACING, SendPacer, type LocalClock, type SlotQueue } from '../../src/crawl/pacer.js';
+import type { Lease } from '../../src/queue/index.js';
+
+/** A clock that jumps to each deadline (plus `lag` ms, an event loop running late) instead of sleeping. */
+function fakeClock(start: number, lag = 0): LocalClock & { t: number } {
+  const c = {
+    t: start,
+    now: () => c.t,
+    sleepUntil: (at: number) => {
+      c.t = Math.max(c.t, at + lag);
+      return Promise.resolve();
+    },
+  };
+  return c;
+}
+
+/** Local ms 0 = Redis ms 1,000,000; the pauses asked for are recorded. */
+function fakeQueue(clock: { t: number }, uncertaintyMs = 0, pauseTakesMs = 0): SlotQueue & { pauses: { queue: string; ms: number; at: number }[] } {
+  const pauses: { queue: string; ms: number; at: number }[] = [];
+  return {
+    pauses,
+    clock: { uncertaintyMs, toRedis: (local: number) => local + 1_000_000 },
+    pause: (_arena, queue, ms) => {
+      pauses.push({ queue, ms, at: clock.t });
+      clock.t += pauseTakesMs;
+      return Promise.resolve(1_000_000 + clock.t + ms);
+    },
+  };
+}
+
+const lease = (localServedAt: number, intervalMs: number): Lease => ({
+  arena: 'a',
+  token: 't',
+  queue: 'q',
+  item: 'i',
+  attempt: 1,
+  expiresAt: 0,
+  servedAt: localServedAt + 1_000_000,
+  localServedAt,
+  intervalMs,
+});
+
+function pacer(clock: LocalClock & { t: number }, queue: SlotQueue): { pacer: SendPacer; counts: string[] } {
+  const counts: string[] = [];
+  return { pacer: new SendPacer(queue, 'a', (_d, n) => counts.push(n), clock), counts };
+}
+
+describe('send pacer', () => {
+  it('sends at the slot plus the fixed delay plus the clock uncertainty, never before', async () => {
+    const clock = fakeClock(0);
+    const q = fakeQueue(clock, 0.4);
+    const { pacer: p, counts } = pacer(clock, q);
+    const at = await p.hold(lease(100, 500));
+    assert.equal(at, 100 + PACING.sendDelayMs + 0.4);
+    assert.equal(clock.t, at);
+    assert.deepEqual(q.pauses, []);
+    assert.deepEqual(counts, []);
+  });
+
+  it('unlimited queues (interval 0) go at once', async () => {
+    const clock = fakeClock(50);
+    const { pacer: p } = pacer(clock, fakeQueue(clock));
+    assert.equal(await p.hold(lease(100, 0)), 50);
+  });
+
+  it('a late send first pushes the next slot by the lateness (plus cover), then goes', async () => {
+    const clock = fakeClock(0, 30); // wakes 30 ms late
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    const at = await p.hold(lease(100, 500));
+    assert.notEqual(at, null);
+    const cover = 30 + PACING.pauseCoverMs;
+    assert.equal(q.pauses.length, 1);
+    // Next slot no sooner than served + lateness + interval (Redis ms), asked from now.
+    assert.equal(q.pauses[0]?.ms, Math.ceil(100 + 1_000_000 + cover + 500 + 1 - (clock.t + 1_000_000)));
+    assert.deepEqual(counts, ['lateSends']);
+  });
+
+  it('too late to cover (the next slot may be served already): the slot is given up', async () => {
+    const clock = fakeClock(0, 600);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    assert.equal(await p.hold(lease(100, 500)), null);
+    assert.deepEqual(q.pauses, []);
+    assert.deepEqual(counts, ['lateSlots']);
+  });
+
+  it('late by little, but the pause call itself ran past the next slot: given up', async () => {
+    const clock = fakeClock(0, 20);
+    const q = fakeQueue(clock, 0, 200);
+    const { pacer: p, counts } = pacer(clock, q);
+    assert.equal(await p.hold(lease(100, 100)), null);
+    assert.equal(q.pauses.length, 1);
+    assert.deepEqual(counts, ['lateSlots']);
+  });
+
+  it('an aborted wait gives the slot up', async () => {
+    const clock = fakeClock(0);
+    const { pacer: p } = pacer(clock, fakeQueue(clock));
+    const ac = new AbortController();
+    ac.abort();
+    assert.equal(await p.hold(lease(100, 500), ac.signal), null);
+  });
+
+  it('headers that reach the socket late push the next slot; on time they do not', async () => {
+    const clock = fakeClock(150);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    p.sentLate(lease(100, 500), 110, 110 + PACING.sendSlackMs);
+    assert.deepEqual(q.pauses, []);
+    p.sentLate(lease(100, 500), 110, 150);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(q.pauses.length, 1);
+    assert.deepEqual(counts, ['lateSends']);
+    p.sentLate(lease(100, 0), 110, 900);
+    assert.equal(q.pauses.length, 1, 'unlimited: nothing to push');
+  });
+});
