@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   WEIR_TLS: 'the TLS handshake or certificate failed',
   WEIR_PROTOCOL: 'the server sent something that is not HTTP',
   WEIR_NETWORK: 'another network failure',
+  WEIR_LATE: 'a request was not sent: it would have left too late for its rate slot',
 } as const;
 
 export type WeirErrorCode = keyof typeof ERROR_CODES;

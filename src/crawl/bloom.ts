@@ -55,10 +55,25 @@ export function bloomParams(expectedItems: number, falsePositiveRate: number): B
   const n = Math.max(1, expectedItems);
   const classic = classicBloomParams(n, falsePositiveRate);
   let bits = Math.ceil(classic.bits / BLOCK_BITS) * BLOCK_BITS;
-  for (let i = 0; i < 200 && bits < 2 ** 32 && blockedFalsePositiveRate(bits, classic.hashes, n) > falsePositiveRate; i++) {
+  for (let i = 0; i < 200 && blockedFalsePositiveRate(bits, classic.hashes, n) > falsePositiveRate; i++) {
     bits = Math.ceil((bits * 1.02) / BLOCK_BITS) * BLOCK_BITS;
   }
-  return { bits: Math.min(2 ** 32, bits), hashes: classic.hashes };
+  return { bits, hashes: classic.hashes };
+}
+
+/** The most bits one dedupe bitmap can have (a Redis string's largest size). */
+export const MAX_BLOOM_BITS = 2 ** 32;
+
+/** The most URLs one bitmap serves at false-positive rate p (bloomParams' bits stay within MAX_BLOOM_BITS). */
+export function maxBloomItems(falsePositiveRate: number): number {
+  let lo = 1;
+  let hi = 2 ** 32;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (bloomParams(mid, falsePositiveRate).bits <= MAX_BLOOM_BITS) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** cyrb53: a fast, well-mixed 53-bit string hash (public domain, bryc). */

@@ -42,7 +42,8 @@ export function parseDomainKey(raw: string): DomainKey | string {
   if (port !== null && (!Number.isInteger(port) || port < 1 || port > 65535)) return 'has a port outside 1-65535';
   let host: string;
   if (isIP(hostPart) === 6) {
-    host = hostPart.toLowerCase();
+    // The form URLs have ([0:0::1] is [::1]), so keys and URLs compare equal.
+    host = new URL(`http://[${hostPart}]/`).hostname.replace(/^\[|\]$/g, '');
   } else if (isIP(hostPart) === 4) {
     host = hostPart;
   } else {

@@ -9,7 +9,9 @@ export type FetchErrorCode =
   | 'WEIR_RESET'
   | 'WEIR_TLS'
   | 'WEIR_PROTOCOL'
-  | 'WEIR_NETWORK';
+  | 'WEIR_NETWORK'
+  /** Not sent at all: it would have left too late for its rate slot. */
+  | 'WEIR_LATE';
 
 /** Raw undici and Node codes, by the weir code they mean. */
 const RAW: [RegExp, FetchErrorCode][] = [
@@ -25,7 +27,7 @@ const RAW: [RegExp, FetchErrorCode][] = [
 /** A weir code for a raw undici/Node error code. */
 export function fetchCodeOf(raw: string | undefined): FetchErrorCode {
   if (raw === undefined) return 'WEIR_NETWORK';
-  if (raw.startsWith('WEIR_')) return (RAW.some(([, c]) => c === raw) || raw === 'WEIR_PRIVATE_ADDRESS' ? raw : 'WEIR_NETWORK') as FetchErrorCode;
+  if (raw.startsWith('WEIR_')) return (RAW.some(([, c]) => c === raw) || raw === 'WEIR_PRIVATE_ADDRESS' || raw === 'WEIR_LATE' ? raw : 'WEIR_NETWORK') as FetchErrorCode;
   return RAW.find(([re]) => re.test(raw))?.[1] ?? 'WEIR_NETWORK';
 }
 

@@ -38,19 +38,25 @@ export interface FetchResult {
 const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
 
 /**
- * When each request's headers actually reach the socket (undici's
- * diagnostics channel): a request can leave later than the worker meant it
- * to, and the worker then pushes the domain's next slot out by the difference.
+ * The moment each request's headers are written (undici's diagnostics
+ * channel, published synchronously just before the socket write). A gate
+ * registered for the URL is asked then whether the request may still go:
+ * a request that would leave too late for its rate slot is not sent at all
+ * (its socket is destroyed before anything is written) and its fetch fails
+ * with WEIR_LATE. The last moment a decision can be made is the write itself.
  */
-const sentListeners = new Map<string, (at: number) => void>();
+export type SendGate = (at: number) => boolean;
+const sendGates = new Map<string, SendGate>();
+const stoppedLate = new Set<string>();
 subscribe('undici:client:sendHeaders', (message) => {
-  const { request: r } = message as { request: { origin?: string | URL; path?: string } };
+  const { request: r, socket } = message as { request: { origin?: string | URL; path?: string }; socket: { destroy(err?: Error): void } };
   const key = `${String(r.origin ?? '').replace(/\/$/, '')}${r.path ?? ''}`;
-  const listener = sentListeners.get(key);
-  if (listener) {
-    sentListeners.delete(key);
-    listener(performance.now());
-  }
+  const gate = sendGates.get(key);
+  if (!gate) return;
+  sendGates.delete(key);
+  if (gate(performance.now())) return;
+  stoppedLate.add(key);
+  socket.destroy(new Error('not sent: too late for its rate slot'));
 });
 
 /**
@@ -102,18 +108,22 @@ export class Fetcher {
   }
 
   /** Fetches `url`; `wantBody(contentType, status)` decides whether the body is read. */
-  async fetch(url: string, wantBody: (contentType: string | null, status: number) => boolean, outer?: AbortSignal, onSent?: (at: number) => void): Promise<FetchResult> {
+  async fetch(url: string, wantBody: (contentType: string | null, status: number) => boolean, outer?: AbortSignal, gate?: SendGate): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     const u = new URL(url);
     this.checkLiteral(u, elapsed());
     const sentKey = `${u.origin}${u.pathname}${u.search}`;
-    if (onSent) sentListeners.set(sentKey, onSent);
+    if (gate) sendGates.set(sentKey, gate);
     this.connector.begin(u);
     try {
       return await this.get(url, wantBody, started, outer);
+    } catch (err) {
+      if (stoppedLate.delete(sentKey)) throw new FetchError('WEIR_LATE', 'not sent: it would have left too late for its rate slot', elapsed(), { cause: err });
+      throw err;
     } finally {
-      if (onSent && sentListeners.get(sentKey) === onSent) sentListeners.delete(sentKey);
+      if (gate && sendGates.get(sentKey) === gate) sendGates.delete(sentKey);
+      stoppedLate.delete(sentKey);
       this.connector.end(u);
     }
   }

@@ -13,6 +13,12 @@ export const PACING = {
   sendSlackMs: 1,
   /** What a pause call itself may add to a late send's lateness, ms. */
   pauseCoverMs: 5,
+  /**
+   * A request whose headers would reach the socket later than this after
+   * their planned time is not sent (see gate()): the next slot may already
+   * be out, and the gap after its predecessor would be short by as much.
+   */
+  maxWriteLateMs: 3,
 } as const;
 
 /** This process's clock (performance.now()), replaceable in tests. */
@@ -80,17 +86,26 @@ export class SendPacer {
   }
 
   /**
-   * The request's headers reached the socket at `at` (local clock). Later
-   * than planned by more than the slack (undici's own start-up, a busy event
-   * loop): push the domain's next slot out by as much, so the gap after this
-   * request is still whole.
+   * The last check before a request leaves, made as its headers are written
+   * (Fetcher's send gate): on time, go; late by at most maxWriteLateMs, go
+   * and push the domain's next slot out by the lateness; later than that,
+   * don't send at all (the lease goes back unused). The decision made in
+   * hold() can be undone by a busy event loop between it and the write;
+   * this one cannot.
    */
-  sentLate(lease: Lease, plannedAt: number, at: number): void {
-    if (lease.intervalMs === 0) return;
-    const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
-    if (late <= PACING.sendSlackMs) return;
-    this.count(lease.queue, 'lateSends');
-    void this.pushNextSlot(lease, late).catch(() => undefined);
+  gate(lease: Lease, plannedAt: number): (at: number) => boolean {
+    return (at) => {
+      if (lease.intervalMs === 0) return true;
+      const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
+      if (late <= PACING.sendSlackMs) return true;
+      if (late > PACING.maxWriteLateMs) {
+        this.count(lease.queue, 'lateSlots');
+        return false;
+      }
+      this.count(lease.queue, 'lateSends');
+      void this.pushNextSlot(lease, late).catch(() => undefined);
+      return true;
+    };
   }
 
   /**

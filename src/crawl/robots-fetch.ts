@@ -1,11 +1,11 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { FairQueue } from '../queue/index.js';
-import { FetchError, type Fetcher, type FetchResult } from './fetch.js';
+import { FetchError, type Fetcher, type FetchResult, type SendGate } from './fetch.js';
 import type { CrawlKeys } from './keys.js';
 import { normalizeUrl } from './normalize.js';
 import { ROBOTS, robotsRetryMs, type RobotsCache, type RobotsState } from './robots-cache.js';
-import { parseRobots, ROBOTS_MAX_BYTES } from './robots.js';
+import { parseRobots, robotsText } from './robots.js';
 import type { Scope } from './scope.js';
 import type { Seed } from './seed.js';
 
@@ -39,9 +39,9 @@ export class RobotsFetcher {
     return { state: 'error', failures, retryAt: Date.now() + robotsRetryMs(failures, this.deps.retryBaseMs), reason };
   }
 
-  /** Fetches and stores; `onSent` hears when the first request's headers reached the socket. */
-  async fetch(origin: string, domain: string, failures: number, signal: AbortSignal, onSent?: (at: number) => void): Promise<RobotsFetchResult> {
-    const state = await this.get(origin, failures, signal, onSent);
+  /** Fetches and stores; `gate` decides, as the first request's headers are written, whether it still goes. */
+  async fetch(origin: string, domain: string, failures: number, signal: AbortSignal, gate?: SendGate): Promise<RobotsFetchResult> {
+    const state = await this.get(origin, failures, signal, gate);
     await this.deps.cache.set(origin, state);
     this.deps.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
     const delay = state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0 ? Math.min(ROBOTS.maxCrawlDelaySeconds, state.rules.crawlDelay) : null;
@@ -49,14 +49,16 @@ export class RobotsFetcher {
     return { state, crawlDelay: delay };
   }
 
-  private async get(origin: string, failures: number, signal: AbortSignal, onSent?: (at: number) => void): Promise<RobotsState> {
+  private async get(origin: string, failures: number, signal: AbortSignal, gate?: SendGate): Promise<RobotsState> {
     let url = `${origin}/robots.txt`;
     for (let hop = 0; hop <= ROBOTS.maxRedirects; hop++) {
       let res: FetchResult;
       try {
-        res = await this.deps.fetcher.fetch(url, () => true, signal, hop === 0 ? onSent : undefined);
+        res = await this.deps.fetcher.fetch(url, () => true, signal, hop === 0 ? gate : undefined);
       } catch (err) {
         const e = FetchError.from(err, 0);
+        // Not sent (too late for its slot, or stopped): nothing was learnt; the caller hands its lease back.
+        if (e.code === 'WEIR_LATE' || signal.aborted) throw e;
         // A refused address will be refused again: no point in retrying.
         return this.failed(e.code === 'WEIR_PRIVATE_ADDRESS' ? ROBOTS.maxFailures : failures + 1, `${e.code}: ${e.message}`);
       }
@@ -68,7 +70,7 @@ export class RobotsFetcher {
         continue;
       }
       if (res.status >= 200 && res.status < 300) {
-        const rules = parseRobots((res.body ?? Buffer.alloc(0)).subarray(0, ROBOTS_MAX_BYTES).toString('utf8'), this.deps.seed.productToken);
+        const rules = parseRobots(robotsText(res.body ?? Buffer.alloc(0)), this.deps.seed.productToken);
         return { state: 'rules', rules, fetchedAt: Date.now() };
       }
       if (res.status >= 400 && res.status < 500) return { state: 'allow-all', status: res.status, fetchedAt: Date.now() };

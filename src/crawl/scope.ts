@@ -1,4 +1,5 @@
 import { DomainMatcher, parseDomainKey, type DomainKey } from './domains.js';
+import { compileUrlPattern, type UrlPattern } from './pattern.js';
 import type { Seed } from './seed.js';
 
 export type ScopeDecision = { ok: true; domain: string } | { ok: false; reason: 'out-of-scope' | 'excluded' | 'not-included' };
@@ -10,14 +11,14 @@ export type ScopeDecision = { ok: true; domain: string } | { ok: false; reason: 
  */
 export class Scope {
   private readonly matcher: DomainMatcher;
-  private readonly include: RegExp[];
-  private readonly exclude: RegExp[];
+  private readonly include: UrlPattern[];
+  private readonly exclude: UrlPattern[];
 
   constructor(seed: Pick<Seed, 'rateLimits' | 'include' | 'exclude'>) {
     const keys = Object.keys(seed.rateLimits).map((k) => parseDomainKey(k) as DomainKey);
     this.matcher = new DomainMatcher(keys);
-    this.include = seed.include.map((p) => new RegExp(p));
-    this.exclude = seed.exclude.map((p) => new RegExp(p));
+    this.include = seed.include.map(compileUrlPattern);
+    this.exclude = seed.exclude.map(compileUrlPattern);
   }
 
   /** The domain key (queue) of a normalized URL, ignoring include/exclude; null when outside every domain. */

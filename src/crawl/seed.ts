@@ -1,9 +1,12 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { WeirError } from '../errors.js';
 import { validateArenaName } from '../queue/index.js';
+import { bloomParams, maxBloomItems, MAX_BLOOM_BITS } from './bloom.js';
 import { parseDomainKey, DomainMatcher, type DomainKey } from './domains.js';
 import { normalizeUrl } from './normalize.js';
+import { compileUrlPattern } from './pattern.js';
+import { duplicateJsonKey, MAX_SEED_BYTES, shown } from './seed-text.js';
 
 /** Documented defaults of the optional seed fields. */
 export const SEED_DEFAULTS = {
@@ -62,13 +65,13 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function int(field: string, v: unknown, min: number, max: number): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw new SeedError(field, `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+    throw new SeedError(field, `must be a whole number from ${min} to ${max}, got ${shown(v)}`);
   }
   return v;
 }
 
 function bool(field: string, v: unknown): boolean {
-  if (typeof v !== 'boolean') throw new SeedError(field, `must be true or false, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'boolean') throw new SeedError(field, `must be true or false, got ${shown(v)}`);
   return v;
 }
 
@@ -78,9 +81,9 @@ function regexList(field: string, v: unknown): string[] {
   return v.map((p, i) => {
     if (typeof p !== 'string' || p === '') throw new SeedError(`${field}[${i}]`, 'must be a non-empty string');
     try {
-      new RegExp(p);
+      compileUrlPattern(p);
     } catch (err) {
-      throw new SeedError(`${field}[${i}]`, `is not a valid regular expression: ${(err as Error).message}`);
+      throw new SeedError(`${field}[${i}]`, `is not a regular expression weir can run in linear time (RE2 syntax: no look-around, no back-references): ${(err as Error).message}`);
     }
     return p;
   });
@@ -100,9 +103,13 @@ function arenaOf(v: unknown): string {
 /** The user agent and its product token (what robots.txt groups are matched on). */
 function userAgentOf(v: unknown): { userAgent: string; productToken: string } {
   const userAgent = v ?? SEED_DEFAULTS.userAgent;
-  if (typeof userAgent !== 'string' || userAgent.trim() === '' || /[\r\n]/.test(userAgent) || userAgent.length > 512) {
+  if (typeof userAgent !== 'string' || userAgent.trim() === '' || userAgent.length > 512) {
     throw new SeedError('userAgent', 'must be a one-line string of at most 512 characters');
   }
+  // It is sent as a header value: HTTP clients refuse control characters and
+  // text outside ASCII (undici then fails every request), so weir refuses them first.
+  const bad = [...userAgent].find((ch) => ch !== '\t' && (ch < ' ' || ch > '~'));
+  if (bad !== undefined) throw new SeedError('userAgent', `must be printable ASCII (it is sent as a header), has ${JSON.stringify(bad)} (U+${(bad.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')})`);
   const productToken = /^([A-Za-z_-]+)/.exec(userAgent.trim())?.[1]?.toLowerCase();
   if (!productToken) throw new SeedError('userAgent', 'must start with a product token of letters, "_" or "-" (like "weir/0.1"), which robots.txt groups are matched on');
   return { userAgent, productToken };
@@ -111,7 +118,7 @@ function userAgentOf(v: unknown): { userAgent: string; productToken: string } {
 function rateOf(field: string, rate: unknown): SeedRate {
   if (rate === 'unlimited') return 'unlimited';
   if (typeof rate === 'number' && Number.isFinite(rate) && rate > 0 && rate >= 0.000001 && rate <= 10_000_000) return rate;
-  throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${JSON.stringify(rate)}`);
+  throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${shown(rate)}`);
 }
 
 function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; matcher: DomainMatcher } {
@@ -123,7 +130,7 @@ function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; match
     const field = `rateLimits.${rawKey}`;
     const key = parseDomainKey(rawKey);
     if (typeof key === 'string') throw new SeedError(field, `domain ${key}`);
-    if (rateLimits[key.key] !== undefined) throw new SeedError(field, `is the same domain as another key (${key.key})`);
+    if (Object.hasOwn(rateLimits, key.key)) throw new SeedError(field, `is the same domain as another key (${key.key})`);
     rateLimits[key.key] = rateOf(field, rate);
     keys.push(key);
   }
@@ -151,7 +158,11 @@ function bloomOf(v: unknown): Seed['bloom'] {
   for (const k of Object.keys(v)) if (k !== 'expectedUrls' && k !== 'falsePositiveRate') throw new SeedError(`bloom.${k}`, 'is not a known field');
   const expectedUrls = v.expectedUrls === undefined ? bloom.expectedUrls : int('bloom.expectedUrls', v.expectedUrls, 1, 1_000_000_000);
   const fp = v.falsePositiveRate ?? bloom.falsePositiveRate;
-  if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${JSON.stringify(fp)}`);
+  if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${shown(fp)}`);
+  if (bloomParams(expectedUrls, fp).bits > MAX_BLOOM_BITS) {
+    const most = maxBloomItems(fp);
+    throw new SeedError('bloom.expectedUrls', `${expectedUrls} URLs at a false-positive rate of ${fp} need a bitmap over the ${MAX_BLOOM_BITS} bits one Redis string holds: at most ${most} URLs at this rate (or raise falsePositiveRate)`);
+  }
   return { expectedUrls, falsePositiveRate: fp };
 }
 
@@ -192,6 +203,11 @@ export function storableSeed(seed: Seed): Record<string, unknown> {
 
 /** Parses seed text: JSON when it looks like JSON, else YAML. */
 export function parseSeedText(text: string, name = 'seed'): Seed {
+  if (text.length > MAX_SEED_BYTES) throw new SeedError('', `${name} is over ${MAX_SEED_BYTES} bytes: a seed is configuration (domains, limits, start URLs)`);
+  if (/^\s*[{[]/.test(text.slice(0, 1024))) {
+    const dup = duplicateJsonKey(text);
+    if (dup !== null) throw new SeedError(dup, 'appears twice in the same object: JSON would keep the last one silently');
+  }
   let data: unknown;
   try {
     data = /^\s*[{[]/.test(text) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100 });
@@ -204,8 +220,11 @@ export function parseSeedText(text: string, name = 'seed'): Seed {
 export async function loadSeedFile(path: string): Promise<Seed> {
   let text: string;
   try {
+    const { size } = await stat(path);
+    if (size > MAX_SEED_BYTES) throw new SeedError('', `${path} is ${size} bytes, over the ${MAX_SEED_BYTES}-byte limit: a seed is configuration (domains, limits, start URLs)`);
     text = await readFile(path, 'utf8');
   } catch (err) {
+    if (err instanceof SeedError) throw err;
     throw new SeedError('', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   return parseSeedText(text, path);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { isWeirError } from '../errors.js';
 import { FairQueue, sleep, type Lease } from '../queue/index.js';
 import { PageBudget } from './budget.js';
 import { classifyResponse, fetchFailed, retryLater, slowDown } from './classify.js';
@@ -197,24 +198,29 @@ export class CrawlWorker {
    * head of its queue for the next slot.
    */
   private async fetchRobots(lease: Lease, origin: string, failures: number): Promise<Outcome> {
+    let pauseEnd: number | null = null;
+    let resumeInMs = 0;
     try {
-      const pauseEnd = await this.queue.pause(this.seed.arena, lease.queue, ROBOTS.lockMs);
+      pauseEnd = await this.queue.pause(this.seed.arena, lease.queue, ROBOTS.lockMs);
       await this.fetcher.prepare(`${origin}/robots.txt`);
       const plannedAt = await this.pacer.hold(lease, this.fetchAbort.signal);
-      if (plannedAt === null) {
-        await this.queue.repause(this.seed.arena, lease.queue, pauseEnd, 0);
-        return release();
-      }
+      if (plannedAt === null) return release();
       let sentAt = plannedAt;
+      const sendGate = this.pacer.gate(lease, plannedAt);
       const got = await this.robots.fetch(origin, lease.queue, failures, this.fetchAbort.signal, (at) => {
         sentAt = at;
-        this.pacer.sentLate(lease, plannedAt, at);
+        return sendGate(at);
       });
       const gapMs = Math.max(lease.intervalMs, (got.crawlDelay ?? 0) * 1000);
       const nextSend = this.queue.clock.toRedis(Math.max(sentAt, plannedAt)) + gapMs - PACING.sendDelayMs + 1;
-      await this.queue.repause(this.seed.arena, lease.queue, pauseEnd, Math.max(0, Math.ceil(nextSend - this.queue.clock.toRedis(performance.now()))));
+      resumeInMs = Math.max(0, Math.ceil(nextSend - this.queue.clock.toRedis(performance.now())));
       return release([['robotsFetches', 1]]);
+    } catch (err) {
+      // Not sent (too late for the slot) or stopped: nothing learnt, the URL goes back.
+      if (isWeirError(err, 'WEIR_LATE') || this.fetchAbort.signal.aborted) return release();
+      throw err;
     } finally {
+      if (pauseEnd !== null) await this.queue.repause(this.seed.arena, lease.queue, pauseEnd, resumeInMs);
       await this.gate.done(origin);
     }
   }
@@ -228,9 +234,10 @@ export class CrawlWorker {
     let res: FetchResult;
     try {
       const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-      res = await this.fetcher.fetch(item.u, wantBody, this.fetchAbort.signal, (at) => this.pacer.sentLate(lease, plannedAt, at));
+      res = await this.fetcher.fetch(item.u, wantBody, this.fetchAbort.signal, this.pacer.gate(lease, plannedAt));
     } catch (err) {
-      if (this.fetchAbort.signal.aborted) return release();
+      // Not sent: stopping, or too late for its slot (counted by the pacer).
+      if (this.fetchAbort.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
       this.options.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
       return fetchFailed(err, lease.attempt, this.options.retryBaseMs);
     } finally {

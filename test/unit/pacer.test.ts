@@ -105,17 +105,20 @@ describe('send pacer', () => {
     assert.equal(await p.hold(lease(100, 500), ac.signal), null);
   });
 
-  it('headers that reach the socket late push the next slot; on time they do not', async () => {
+  it('the send gate, as headers are written: on time go; a little late go and push the next slot; later not at all', async () => {
     const clock = fakeClock(150);
     const q = fakeQueue(clock);
     const { pacer: p, counts } = pacer(clock, q);
-    p.sentLate(lease(100, 500), 110, 110 + PACING.sendSlackMs);
+    const gate = p.gate(lease(100, 500), 110);
+    assert.equal(gate(110 + PACING.sendSlackMs), true);
     assert.deepEqual(q.pauses, []);
-    p.sentLate(lease(100, 500), 110, 150);
+    assert.equal(gate(110 + PACING.maxWriteLateMs - 0.5), true);
     await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 1);
-    assert.deepEqual(counts, ['lateSends']);
-    p.sentLate(lease(100, 0), 110, 900);
-    assert.equal(q.pauses.length, 1, 'unlimited: nothing to push');
+    assert.equal(q.pauses.length, 1, 'pushed by the lateness');
+    assert.equal(gate(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
+    assert.deepEqual(counts, ['lateSends', 'lateSlots']);
+    assert.equal(p.gate(lease(100, 0), 110)(900), true, 'unlimited: no slot to keep');
+    const uncertain = pacer(clock, fakeQueue(clock, 2));
+    assert.equal(uncertain.pacer.gate(lease(100, 500), 110)(110), false, 'the clock spread counts as lateness');
   });
 });

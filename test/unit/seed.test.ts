@@ -1,6 +1,8 @@
 /** Seed files: parsing and validation. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { compileUrlPattern } from '../../src/crawl/pattern.js';
+import { duplicateJsonKey, MAX_SEED_BYTES } from '../../src/crawl/seed-text.js';
 import { parseSeedText, SeedError, SEED_DEFAULTS } from '../../src/crawl/seed.js';
 
 const seedYaml = (extra = ''): string => `arena: docs-crawl
@@ -66,5 +68,61 @@ describe('seed files', () => {
       assert.equal(e.code, 'WEIR_SEED');
       assert.match(e.message, message, text);
     }
+  });
+});
+
+describe('seeds that passed but should not (round two)', () => {
+  const base = { arena: 'a', rateLimits: { 'a.com': 1 }, start: ['http://a.com/'] };
+  const json = (extra: Record<string, unknown>): string => JSON.stringify({ ...base, ...extra });
+
+  it('a userAgent with control characters or text outside ASCII is refused, naming the field', () => {
+    for (const ua of ['weir/1\u0000x', 'weir/1\u001b[31m', 'weir/1 \u2603', 'weir/1\u007f', 'weir/1\r\nX-Evil: 1']) {
+      const e = seedError(json({ userAgent: ua }));
+      assert.equal(e.field, 'userAgent', JSON.stringify(ua));
+    }
+    assert.equal(parseSeedText(json({ userAgent: 'weir/1.0 (+https://example.org/bot)\tx' })).userAgent.startsWith('weir/1.0'), true);
+  });
+
+  it('a key twice in one JSON object is refused (the last one no longer wins silently)', () => {
+    const twice = '{"arena":"a","allowPrivateNetworks":false,"rateLimits":{"a.com":1,"a.com":1000000},"start":["http://a.com/"],"allowPrivateNetworks":true}';
+    assert.equal(seedError(twice).field, 'rateLimits.a.com');
+    assert.equal(seedError('{"arena":"a","arena":"b"}').field, 'arena');
+    assert.equal(duplicateJsonKey('{"a":[{"x":1},{"x":2}],"b":{"x":"\\"a\\"","y":1}}'), null, 'same key in sibling objects is fine');
+    assert.equal(duplicateJsonKey('{"a":{"b":{"c":1,"c":2}}}'), 'a.b.c');
+  });
+
+  it('a Bloom filter one bitmap cannot hold is refused with the largest size it can serve', () => {
+    const e = seedError(json({ bloom: { expectedUrls: 1_000_000_000, falsePositiveRate: 0.000001 } }));
+    assert.equal(e.field, 'bloom.expectedUrls');
+    assert.match(e.message, /at most \d+ URLs at this rate/);
+    const most = Number(/at most (\d+) URLs/.exec(e.message)?.[1]);
+    assert.ok(parseSeedText(json({ bloom: { expectedUrls: most, falsePositiveRate: 0.000001 } })));
+    assert.equal(seedError(json({ bloom: { expectedUrls: most + 1_000_000, falsePositiveRate: 0.000001 } })).field, 'bloom.expectedUrls');
+  });
+
+  it('messages say what was there: NaN and infinities as themselves, "constructor" as a domain, canonical IPv6 keys', () => {
+    assert.match(seedError('arena: a\nrateLimits:\n  a.com: .nan\nstart: [http://a.com/]\n').message, /got NaN/);
+    assert.match(seedError('arena: a\nrateLimits:\n  a.com: .inf\nstart: [http://a.com/]\n').message, /got Infinity/);
+    assert.match(seedError('arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nmaxDepth: -.inf\n').message, /got -Infinity/);
+    const c = seedError('arena: a\nrateLimits:\n  constructor: 1\nstart: [http://a.com/]\n');
+    assert.equal(c.field, 'start[0]', 'constructor is a domain like any other, not a duplicate');
+    const v6 = parseSeedText(json({ rateLimits: { '[0:0::1]:8080': 1 }, start: ['http://[::1]:8080/'] }));
+    assert.deepEqual(Object.keys(v6.rateLimits), ['[::1]:8080']);
+  });
+
+  it('a seed over 1 MiB is refused at once, before parsing', () => {
+    const big = json({ start: ['http://a.com/'], include: ['x'.repeat(MAX_SEED_BYTES)] });
+    const started = performance.now();
+    assert.match(seedError(big).message, /over 1048576 bytes/);
+    assert.ok(performance.now() - started < 1000);
+  });
+
+  it('include/exclude patterns are RE2: linear on any URL, and what RE2 cannot run is refused naming the pattern', () => {
+    assert.equal(seedError(json({ include: ['^a', '(?=x)'] })).field, 'include[1]');
+    assert.equal(seedError(json({ exclude: ['(a)\\1'] })).field, 'exclude[0]');
+    const p = compileUrlPattern('(a+)+$');
+    const started = performance.now();
+    assert.equal(p.test(`http://a.com/${'a'.repeat(50_000)}!`), false);
+    assert.ok(performance.now() - started < 2000, 'a backtracking engine takes hours here');
   });
 });
