@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   WEIR_SEED: 'a seed file cannot be used; the message names the field',
   WEIR_USAGE: 'the command line is wrong',
   WEIR_REDIS_UNREACHABLE: 'Redis could not be reached',
+  WEIR_ARENA_BUSY: 'another crawl is driving this arena',
   WEIR_EMBEDDED_REDIS: 'the embedded redis-server could not be started or found',
   // Fetching (FetchError).
   WEIR_PRIVATE_ADDRESS: 'the address is private, loopback or link-local and allowPrivateNetworks is off',

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { CrawlLock } from '../crawl/crawl-lock.js';
 import { kickoff } from '../crawl/kickoff.js';
 import { JsonlWriter } from '../crawl/output.js';
 import { crawlStats } from '../crawl/stats.js';
@@ -24,7 +25,10 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
   const redis = await connectRedis(url);
   const queue = new FairQueue(redis);
   const startedAt = Date.now();
+  let lock: CrawlLock | undefined;
   try {
+    // Before anything is written, the output file above all: one crawl drives an arena.
+    lock = await CrawlLock.acquire(redis, queue, seed.arena);
     const before = await queue.stats(seed.arena);
     const r = await kickoff(redis, seed, queue);
     log.info({ arena: seed.arena, ...r, workers: flags.workers }, 'kickoff done; starting workers');
@@ -56,6 +60,7 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
     if (stopping) return codes.find((c) => c === EXIT.sigint || c === EXIT.sigterm) ?? EXIT.sigint;
     return codes.every((c) => c === 0) ? EXIT.ok : EXIT.failure;
   } finally {
+    await lock?.release();
     await queue.close();
     redis.disconnect();
   }

@@ -14,7 +14,7 @@ import { cmdKickoff } from './kickoff.js';
 import { logFormat, makeLogger } from './log.js';
 import { pickRedis } from './redis.js';
 import { cmdStatus } from './status.js';
-import { nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
+import { leaseMs, nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
 import { cmdWorker } from './worker.js';
 
 const OPTIONS = {
@@ -79,7 +79,7 @@ function dispatch(command: string, ctx: CommandContext, values: Values, domainAr
     case 'worker':
       return cmdWorker(ctx, {
         concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
-        leaseMs: positiveInt('lease-ms', values['lease-ms'], WORKER_DEFAULTS.leaseMs),
+        leaseMs: leaseMs(values['lease-ms']),
         redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
         ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port']) } : {}),
         ...(values.out ? { out: values.out } : {}),

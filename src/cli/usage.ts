@@ -26,7 +26,7 @@ options:
                      (capped backoff, each try logged) before exiting 3 (default 60)
   --metrics-port P   serve Prometheus metrics at http://0.0.0.0:P/metrics (worker)
   --lease-ms N       how long a worker holds a URL before it goes back if the worker dies
-                     (default ${WORKER_DEFAULTS.leaseMs}; renewed while a fetch runs)
+                     (default ${WORKER_DEFAULTS.leaseMs}, at least 1000; renewed every third of it while a URL is handled)
   --log-format F     human (default on a terminal) or json (default when piped)
   --json             status as JSON
   --watch            status, refreshed every second
@@ -45,6 +45,15 @@ export function positiveInt(name: string, v: string | undefined, fallback: numbe
   if (v === undefined) return fallback;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number ≥ 1, got ${v}`);
+  return n;
+}
+
+/** Shortest --lease-ms: renewal (every third of a lease) must land on a loaded machine too. */
+export const MIN_LEASE_MS = 1000;
+
+export function leaseMs(v: string | undefined): number {
+  const n = positiveInt('lease-ms', v, WORKER_DEFAULTS.leaseMs);
+  if (n < MIN_LEASE_MS) throw new UsageError(`--lease-ms must be at least ${MIN_LEASE_MS} (a lease is renewed every third of it while its URL is handled; shorter ones could expire under load), got ${n}`);
   return n;
 }
 

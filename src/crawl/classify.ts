@@ -14,6 +14,14 @@ export const RETRY_POLICY = {
   maxRetryAfterSeconds: 3600,
   /** A 429 without Retry-After pauses the domain this long. */
   default429Seconds: 30,
+  /**
+   * A server may ask one URL to wait this many times (429, 503 + Retry-After:
+   * pacing, not counted as attempts); the next time it goes to the dead letter.
+   */
+  maxPacedRetries: 10,
+  /** A pause is at least this long, doubling with each time the URL was paced (capped): Retry-After: 0 cannot spin. */
+  pacingFloorMs: 1000,
+  pacingFloorMaxMs: 60_000,
 } as const;
 
 /** What a response is, before any work on its body. */
@@ -37,11 +45,21 @@ export function retryAfterSeconds(value: string | string[] | undefined, nowMs = 
   return Math.max(0, (t - nowMs) / 1000);
 }
 
-/** 429, or 503 with Retry-After: pause the domain for the time asked (capped), retry without an attempt. */
-export function slowDown(res: Pick<FetchResult, 'status' | 'headers'>): Outcome {
+/**
+ * 429, or 503 with Retry-After: pause the domain for the time asked (capped,
+ * and at least a floor that doubles with each time this URL was paced), then
+ * retry without an attempt; after maxPacedRetries, the dead letter.
+ */
+export function slowDown(res: Pick<FetchResult, 'status' | 'headers'>, paced = 0, floorMs: number = RETRY_POLICY.pacingFloorMs): Outcome {
   const asked = retryAfterSeconds(res.headers['retry-after']) ?? RETRY_POLICY.default429Seconds;
   const seconds = Math.min(RETRY_POLICY.maxRetryAfterSeconds, asked);
-  return { kind: 'pause', ms: Math.round(seconds * 1000), reason: `HTTP ${res.status}, Retry-After ${seconds}s`, tallies: [['paced', 1]] };
+  const reason = `HTTP ${res.status}, Retry-After ${seconds}s`;
+  if (paced >= RETRY_POLICY.maxPacedRetries) {
+    const why = `the server asked to slow down ${paced + 1} times (${reason})`;
+    return { kind: 'fail', reason: why, record: { status: res.status, error: why }, tallies: [['paced', 1], ['errors', 1]] };
+  }
+  const floor = Math.min(RETRY_POLICY.pacingFloorMaxMs, floorMs * 2 ** paced);
+  return { kind: 'pause', ms: Math.max(Math.round(seconds * 1000), floor), reason, tallies: [['paced', 1]] };
 }
 
 /** Exponential backoff with jitter for the attempt-th failure. */

@@ -59,6 +59,30 @@ subscribe('undici:client:sendHeaders', (message) => {
   socket.destroy(new Error('not sent: too late for its rate slot'));
 });
 
+/** How long past its deadline a request may stay unsettled before it is abandoned. */
+export const WATCHDOG_GRACE_MS = 2000;
+
+/**
+ * Settles as `work` does, or rejects with `expired()` once `ms` have passed,
+ * whatever `work` does then (its late result or error is dropped). A fetch
+ * ends by its deadline even if the HTTP client never settles.
+ */
+export function watchdog<T>(work: Promise<T>, ms: number, expired: () => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(expired()), ms);
+    work.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
 /**
  * GETs one URL with undici: never follows redirects (the caller queues each
  * hop), cuts every request at an overall deadline (a server that trickles a
@@ -116,8 +140,13 @@ export class Fetcher {
     const sentKey = `${u.origin}${u.pathname}${u.search}`;
     if (gate) sendGates.set(sentKey, gate);
     this.connector.begin(u);
+    const abandon = new AbortController();
+    const signal = outer ? AbortSignal.any([outer, abandon.signal]) : abandon.signal;
     try {
-      return await this.get(url, wantBody, started, outer);
+      return await watchdog(this.get(url, wantBody, started, signal), this.options.timeoutMs + WATCHDOG_GRACE_MS, () => {
+        abandon.abort();
+        return new FetchError('WEIR_TIMEOUT', 'abandoned: the HTTP client did not settle within the request deadline', elapsed());
+      });
     } catch (err) {
       if (stoppedLate.delete(sentKey)) throw new FetchError('WEIR_LATE', 'not sent: it would have left too late for its rate slot', elapsed(), { cause: err });
       throw err;

@@ -50,6 +50,8 @@ export interface CrawlItem {
   r: string | null;
   /** Redirect hops that led here. */
   h: number;
+  /** Times a server has asked to slow down (429/503 Retry-After) for this URL; absent = 0. */
+  p?: number;
 }
 
 export function encodeItem(item: CrawlItem): string {
@@ -61,7 +63,7 @@ export function decodeItem(text: string): CrawlItem | null {
   try {
     const v = JSON.parse(text) as Partial<CrawlItem>;
     if (typeof v.u !== 'string' || typeof v.d !== 'number' || typeof v.h !== 'number') return null;
-    return { u: v.u, d: v.d, r: typeof v.r === 'string' ? v.r : null, h: v.h };
+    return { u: v.u, d: v.d, r: typeof v.r === 'string' ? v.r : null, h: v.h, ...(typeof v.p === 'number' && v.p > 0 ? { p: v.p } : {}) };
   } catch {
     return null;
   }

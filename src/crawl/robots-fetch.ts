@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { FairQueue } from '../queue/index.js';
+import { LIMITS, type FairQueue } from '../queue/index.js';
 import { FetchError, type Fetcher, type FetchResult, type SendGate } from './fetch.js';
 import type { CrawlKeys } from './keys.js';
 import { normalizeUrl } from './normalize.js';
@@ -92,7 +92,8 @@ export class RobotsFetcher {
       const delays = Object.entries(all)
         .filter(([o]) => scope.domainOf(`${o}/`) === domain)
         .map(([, d]) => Number(d));
-      const byDelay = 1 / Math.max(...delays);
+      // A tiny Crawl-delay (0.0000000001) must not ask for more than the queue can keep.
+      const byDelay = Math.min(LIMITS.maxRate, 1 / Math.max(...delays));
       const rate = configured === 'unlimited' ? byDelay : Math.min(configured, byDelay);
       await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: seed.maxInFlightPerDomain } });
       const again = await redis.hgetall(keys.crawlDelays);

@@ -7,6 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { FairQueue, sleep } from '../queue/index.js';
+import { CrawlLock } from './crawl-lock.js';
 import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
 import { JsonlWriter } from './output.js';
 import { storableSeed, type Seed } from './seed.js';
@@ -60,9 +61,11 @@ export interface CrawlResult {
  */
 export async function runCrawl(redis: Redis | Cluster, seed: Seed, options: Omit<WorkerOptions, 'out' | 'exitWhenDone'> & { workers: number; out?: string }): Promise<CrawlResult> {
   const queue = new FairQueue(redis);
-  const k = await kickoff(redis, seed, queue);
-  const out = options.out ? new JsonlWriter(options.out, { truncate: true }) : undefined;
+  const lock = await CrawlLock.acquire(redis, queue, seed.arena);
+  let out: JsonlWriter | undefined;
   try {
+    const k = await kickoff(redis, seed, queue);
+    out = options.out ? new JsonlWriter(options.out, { truncate: true }) : undefined;
     const { workers, out: _path, ...workerOptions } = options;
     const summaries = await Promise.all(
       Array.from({ length: workers }, () => runWorker(redis, seed, { ...workerOptions, exitWhenDone: true, ...(out ? { out } : {}) })),
@@ -70,6 +73,7 @@ export async function runCrawl(redis: Redis | Cluster, seed: Seed, options: Omit
     return { kickoff: k, workers: summaries, stats: await crawlStats(redis, seed.arena, queue) };
   } finally {
     await out?.close();
+    await lock.release();
     await queue.close();
   }
 }

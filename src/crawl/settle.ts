@@ -76,13 +76,13 @@ export class Settler {
       case 'pause':
         await queue.pause(lease.arena, lease.queue, outcome.ms);
         this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
-        return this.retry(ctx, { kind: 'retry', delayMs: outcome.ms, countAttempt: false, reason: outcome.reason, tallies: outcome.tallies });
+        return this.retry(ctx, { kind: 'retry', delayMs: outcome.ms, countAttempt: false, reason: outcome.reason, tallies: outcome.tallies, ...(outcome.item ? { item: outcome.item } : {}) });
     }
   }
 
   private async retry(ctx: LeaseContext, outcome: Extract<Outcome, { kind: 'retry' }>): Promise<boolean> {
     const { lease } = ctx;
-    const r = await this.deps.queue.retry(lease, { delayMs: outcome.delayMs, countAttempt: outcome.countAttempt, reason: outcome.reason });
+    const r = await this.deps.queue.retry(lease, { delayMs: outcome.delayMs, countAttempt: outcome.countAttempt, reason: outcome.reason, ...(outcome.item ? { item: outcome.item } : {}) });
     this.leaseOutcome(r === 'ok' ? 'retried' : r);
     if (r === 'stale') return this.stale(ctx, 'retry');
     this.deps.tally.addAll(lease.queue, outcome.tallies);

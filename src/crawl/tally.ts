@@ -44,6 +44,8 @@ export const TALLY_NAMES = [
   'released',
   /** Lease calls that found the lease expired (its URL goes to another worker). */
   'stale',
+  /** URLs whose handling failed unexpectedly (a bug, Redis trouble): handed back at once, logged. */
+  'internalErrors',
 ] as const;
 
 export type TallyName = (typeof TALLY_NAMES)[number];

@@ -42,6 +42,8 @@ export interface WorkerOptions {
   robotsRetryBaseMs?: number;
   /** Backoff base for 5xx and network errors (default RETRY_POLICY.retryBaseMs, 1 s). */
   retryBaseMs?: number;
+  /** Floor of a Retry-After pause, doubled per time a URL was paced (default RETRY_POLICY.pacingFloorMs, 1 s). */
+  pacingFloorMs?: number;
   /** Prometheus metrics to keep (see CrawlMetrics). */
   metrics?: CrawlMetrics;
 }

@@ -8,7 +8,7 @@ import { PageBudget } from './budget.js';
 import { classifyResponse, fetchFailed, retryLater, slowDown } from './classify.js';
 import { decodeBody, Fetcher, isHtml, type FetchResult } from './fetch.js';
 import { LinkFollower } from './follow.js';
-import { crawlKeys, decodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
+import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
 import { commit, fail, release, type Outcome } from './outcome.js';
 import { PACING, SendPacer } from './pacer.js';
 import { ROBOTS, RobotsCache } from './robots-cache.js';
@@ -107,6 +107,12 @@ export class CrawlWorker {
 
   async run(): Promise<WorkerSummary> {
     const concurrency = this.options.concurrency ?? WORKER_DEFAULTS.concurrency;
+    if (this.seed.requestTimeoutMs > this.queue.leaseMs) {
+      this.log?.info(
+        { requestTimeoutMs: this.seed.requestTimeoutMs, leaseMs: this.queue.leaseMs },
+        `a request may take longer than a lease: each lease is renewed every ${Math.round(this.queue.leaseMs / 3)} ms while its URL is handled, so a live worker keeps it; a dead worker's URLs come back ${this.queue.leaseMs} ms after its last renewal`,
+      );
+    }
     const flush = (): Promise<void> => this.tally.flush(this.redis, this.keys.stats).catch(() => undefined);
     const flusher = setInterval(() => void flush(), 1000);
     const watch = this.options.exitWhenDone || this.budget.limited ? this.watchForEnd() : Promise.resolve();
@@ -146,12 +152,17 @@ export class CrawlWorker {
   /** Decides and settles one lease; an unexpected error hands the lease back at once. */
   private async handle(lease: Lease): Promise<void> {
     const ctx: LeaseContext = { lease, item: decodeItem(lease.item), reserved: false };
+    // The lease is renewed while it is handled (robots.txt, the fetch, its links):
+    // three times a lease, so a late renewal still lands before the lease ends.
+    const renew = setInterval(() => void this.queue.extend(lease).catch(() => undefined), Math.max(5, this.queue.leaseMs / 3));
     let outcome: Outcome;
     try {
       outcome = await this.decide(ctx);
     } catch (err) {
       this.log?.error({ err, url: ctx.item?.u ?? lease.item }, 'processing a URL failed: handing its lease back');
-      outcome = release();
+      outcome = release([['internalErrors', 1]]);
+    } finally {
+      clearInterval(renew);
     }
     try {
       await this.settler.settle(ctx, outcome);
@@ -230,7 +241,6 @@ export class CrawlWorker {
     await this.fetcher.prepare(item.u);
     const plannedAt = await this.pacer.hold(lease, this.fetchAbort.signal);
     if (plannedAt === null) return release();
-    const renew = setInterval(() => void this.queue.extend(lease).catch(() => undefined), Math.max(50, this.queue.leaseMs / 2));
     let res: FetchResult;
     try {
       const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
@@ -240,8 +250,6 @@ export class CrawlWorker {
       if (this.fetchAbort.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
       this.options.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
       return fetchFailed(err, lease.attempt, this.options.retryBaseMs);
-    } finally {
-      clearInterval(renew);
     }
     this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
     this.tally.add(lease.queue, 'bytes', res.bytes);
@@ -251,8 +259,11 @@ export class CrawlWorker {
         const r = await this.links.redirect(item, res);
         return commit({ ...rec, redirect: r.target, error: r.error }, [['redirects', 1], ...r.tallies]);
       }
-      case 'slow-down':
-        return slowDown(res);
+      case 'slow-down': {
+        const o = slowDown(res, item.p ?? 0, this.options.pacingFloorMs);
+        if (o.kind === 'pause') return { ...o, item: encodeItem({ ...item, p: (item.p ?? 0) + 1 }) };
+        return o.kind === 'fail' ? { ...o, record: { ...rec, ...o.record } } : o;
+      }
       case 'server-error':
         return retryLater(lease.attempt, `HTTP ${res.status}`, rec, this.options.retryBaseMs);
       case 'final':

@@ -209,7 +209,12 @@ export class FairQueue {
   async retry(lease: Lease, options: RetryOptions = {}): Promise<LeaseOutcome | 'dead'> {
     const delayMs = checkInt('delayMs', options.delayMs ?? 0, 0, LIMITS.maxDelayMs);
     const count = options.countAttempt === false ? '0' : '1';
-    return decodeRetry(await this.run('retry', lease.arena, [lease.token, delayMs, checkReason(options.reason ?? ''), count]));
+    const args: (string | number)[] = [lease.token, delayMs, checkReason(options.reason ?? ''), count];
+    if (options.item !== undefined) {
+      checkItems([options.item]);
+      args.push(options.item);
+    }
+    return decodeRetry(await this.run('retry', lease.arena, args));
   }
 
   /** Sends the item straight to the dead letter. */

@@ -44,6 +44,8 @@ export interface RetryOptions {
   reason?: string;
   /** Whether this delivery counts against maxAttempts. Default true. */
   countAttempt?: boolean;
+  /** The item to requeue instead of the leased one (state carried across retries). */
+  item?: string;
 }
 
 export interface DeadItem {

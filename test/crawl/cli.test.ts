@@ -124,6 +124,13 @@ describe('weir CLI', () => {
     const r4 = await run(['status', await writeSeed('termtest'), '--json', '--redis', server.url]);
     assert.equal(r4.code, 0);
     assert.equal((JSON.parse(r4.stdout) as { arena: string }).arena, 'termtest');
+    // A domain that is not the seed's (even one named like an object's property) is bad usage.
+    const r5 = await run(['hold', await writeSeed('holdtest'), 'toString', '--redis', server.url]);
+    assert.equal(r5.code, 2);
+    assert.match(r5.stderr, /toString is not a domain of holdtest/);
+    const r6 = await run(['worker', await writeSeed('leasetest'), '--lease-ms', '40', '--redis', server.url]);
+    assert.equal(r6.code, 2);
+    assert.match(r6.stderr, /--lease-ms must be at least 1000/);
   });
 
   it('weir crawl: kickoff, worker processes, a summary; run again on a drained arena, it says so', async () => {

@@ -328,6 +328,7 @@ describe('crawl limits and refusals', () => {
     for (let i = 1; i < reqs.length; i++) assert.ok((reqs[i]?.at ?? 0) - (reqs[i - 1]?.at ?? 0) >= 20 * 2 ** (i - 1) - CLOCK_MS, `backoff before attempt ${i + 1}`);
     const s = await crawlStats(redis, 'robots5xx');
     assert.equal(s.totals.dead, 1);
+    assert.equal(s.totals.errors, 1, 'a URL dead-lettered for robots.txt counts among errors');
     assert.equal(s.drained, true);
   });
 });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { backoffMs, classifyResponse, fetchFailed, retryAfterSeconds, RETRY_POLICY, slowDown } from '../../src/crawl/classify.js';
 import { FetchError, fetchCodeOf } from '../../src/crawl/fetch-error.js';
+import { watchdog } from '../../src/crawl/fetch.js';
 import { PrivateAddressError } from '../../src/crawl/netguard.js';
 import { isWeirError } from '../../src/errors.js';
 
@@ -34,6 +35,17 @@ describe('response classification', () => {
     assert.deepEqual(slowDown(res(429, { 'retry-after': '2' })), { kind: 'pause', ms: 2000, reason: 'HTTP 429, Retry-After 2s', tallies: [['paced', 1]] });
     assert.equal((slowDown(res(429)) as { ms: number }).ms, RETRY_POLICY.default429Seconds * 1000);
     assert.equal((slowDown(res(503, { 'retry-after': '99999999' })) as { ms: number }).ms, RETRY_POLICY.maxRetryAfterSeconds * 1000);
+  });
+
+  it('Retry-After: 0 cannot spin: a floor doubling per time the URL was paced, then the dead letter with the reason', () => {
+    const zero = res(503, { 'retry-after': '0' });
+    assert.equal((slowDown(zero, 0, 100) as { ms: number }).ms, 100);
+    assert.equal((slowDown(zero, 3, 100) as { ms: number }).ms, 800);
+    assert.equal((slowDown(zero, 9, 1000) as { ms: number }).ms, RETRY_POLICY.pacingFloorMaxMs);
+    assert.equal((slowDown(res(429, { 'retry-after': '5' }), 1, 100) as { ms: number }).ms, 5000, 'the time asked, when longer');
+    const last = slowDown(zero, RETRY_POLICY.maxPacedRetries, 100);
+    assert.equal(last.kind, 'fail');
+    assert.ok(last.kind === 'fail' && /asked to slow down 11 times \(HTTP 503, Retry-After 0s\)/.test(last.reason));
   });
 
   it('backoff doubles per attempt with jitter 0.5–1.5, capped', () => {
@@ -77,5 +89,19 @@ describe('fetch errors', () => {
     assert.equal(FetchError.from(new Error('x'), 5, true).code, 'WEIR_TIMEOUT');
     assert.equal(FetchError.from(new PrivateAddressError('h', '10.0.0.1'), 0).code, 'WEIR_PRIVATE_ADDRESS');
     assert.equal(FetchError.from({ cause: new PrivateAddressError('h', '10.0.0.1') }, 0).code, 'WEIR_PRIVATE_ADDRESS');
+  });
+});
+
+describe('fetch watchdog', () => {
+  it('a fetch that never settles is abandoned at its deadline, whatever the HTTP client does', async () => {
+    const never = new Promise<string>(() => undefined);
+    const started = performance.now();
+    await assert.rejects(
+      watchdog(never, 50, () => new FetchError('WEIR_TIMEOUT', 'abandoned', 50)),
+      (e: unknown) => isWeirError(e, 'WEIR_TIMEOUT'),
+    );
+    assert.ok(performance.now() - started >= 49);
+    assert.equal(await watchdog(Promise.resolve('ok'), 50, () => new Error('no')), 'ok');
+    await assert.rejects(watchdog(Promise.reject(new Error('own error')), 50, () => new Error('no')), /own error/);
   });
 });
