@@ -10,6 +10,7 @@ import { decodeBody, Fetcher, isHtml, type FetchResult } from './fetch.js';
 import { LinkFollower } from './follow.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
 import { commit, fail, release, type Outcome } from './outcome.js';
+import { watchForEnd } from './end-watch.js';
 import { PACING, SendPacer } from './pacer.js';
 import { ROBOTS, RobotsCache } from './robots-cache.js';
 import { RobotsFetcher } from './robots-fetch.js';
@@ -115,7 +116,13 @@ export class CrawlWorker {
     }
     const flush = (): Promise<void> => this.tally.flush(this.redis, this.keys.stats).catch(() => undefined);
     const flusher = setInterval(() => void flush(), 1000);
-    const watch = this.options.exitWhenDone || this.budget.limited ? this.watchForEnd() : Promise.resolve();
+    const watch = watchForEnd({
+      budget: this.budget,
+      drained: this.options.exitWhenDone ? async () => (await this.queue.stats(this.seed.arena)).drained : null,
+      halt: (reason) => this.halt(reason, false),
+      signal: this.stop.signal,
+      log: this.log,
+    });
     await this.fetcher.warmUp();
     try {
       await Promise.all([...Array.from({ length: concurrency }, () => this.lane()), watch]);
@@ -284,31 +291,5 @@ export class CrawlWorker {
       }
     }
     return commit(record, tallies, true);
-  }
-
-  private async watchForEnd(): Promise<void> {
-    while (!this.stop.signal.aborted) {
-      await sleep(WORKER_DEFAULTS.drainCheckMs, this.stop.signal);
-      if (this.stop.signal.aborted) return;
-      try {
-        if (await this.ended()) return;
-      } catch (err) {
-        this.log?.warn({ err }, 'checking whether the arena is drained failed; will check again');
-      }
-    }
-  }
-
-  /** True (and the worker halted) when maxPages is reached or, with exitWhenDone, the arena is drained. */
-  private async ended(): Promise<boolean> {
-    if (await this.budget.spent()) {
-      this.log?.info({ pages: await this.budget.used() }, 'maxPages reached');
-      this.halt('maxPages', false);
-      return true;
-    }
-    if (this.options.exitWhenDone && (await this.queue.stats(this.seed.arena)).drained) {
-      this.halt('drained', false);
-      return true;
-    }
-    return false;
   }
 }

@@ -3,36 +3,21 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Redis } from 'ioredis';
+import { describe, it } from 'node:test';
 import { FairQueue } from '../../src/queue/index.js';
 import { crawl } from '../../src/index.js';
-import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, treeSite } from '../helpers/web.js';
+import { freePort } from '../helpers/redis.js';
+import { treeSite } from '../helpers/web.js';
+import { useCrawlWorld } from '../helpers/world.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-let server: RedisServer;
-let redis: Redis;
-let web: FixtureWeb;
-let dir: string;
 const PAGES = 60;
 
-before(async () => {
-  server = await startRedis();
-  redis = server.client();
-  dir = await mkdtemp(join(tmpdir(), 'weir-cli-'));
-  web = new FixtureWeb();
+const world = useCrawlWorld('cli', async () => {
   // A tree of PAGES pages, each answering after 30 ms.
-  await web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES, 30));
-});
-
-after(async () => {
-  await web.close();
-  await server.destroy();
-  await rm(dir, { recursive: true, force: true });
+  await world.web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES, 30));
 });
 
 function weir(args: string[], env: Record<string, string> = {}): ChildProcess {
@@ -54,9 +39,9 @@ async function run(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 async function writeSeed(arena: string): Promise<string> {
-  const T = web.sites.get('T');
+  const T = world.web.sites.get('T');
   assert.ok(T);
-  const path = join(dir, `${arena}.yaml`);
+  const path = join(world.dir, `${arena}.yaml`);
   await writeFile(path, `arena: ${arena}\nrateLimits:\n  "${T.key}": 40\nstart:\n  - ${T.origin}/\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 4\n`);
   return path;
 }
@@ -66,24 +51,24 @@ const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (
 describe('weir CLI', () => {
   it('three worker processes, one SIGKILLed mid-crawl: the crawl completes with every page fetched', async () => {
     const seed = await writeSeed('killtest');
-    const out = join(dir, 'kill.jsonl');
-    const redisArgs = ['--redis', server.url];
+    const out = join(world.dir, 'kill.jsonl');
+    const redisArgs = ['--redis', world.server.url];
     assert.equal((await run(['kickoff', seed, ...redisArgs])).code, 0);
     const workers = [0, 1, 2].map(() => weir(['worker', seed, ...redisArgs, '--exit-when-done', '--lease-ms', '1500', '--concurrency', '2', '--out', out]));
     // Kill one once the crawl is under way.
     const deadline = Date.now() + 20_000;
-    while (web.of('T').length < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (world.web.of('T').length < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     workers[0]?.kill('SIGKILL');
     const codes = await Promise.all(workers.map(exited));
     assert.equal(codes[1], 0);
     assert.equal(codes[2], 0);
-    for (let n = 0; n < PAGES; n++) assert.ok(web.fetched('T', n === 0 ? '/' : `/p/${n}`) >= 1, `page ${n} fetched`);
-    const q = new FairQueue(redis);
+    for (let n = 0; n < PAGES; n++) assert.ok(world.web.fetched('T', n === 0 ? '/' : `/p/${n}`) >= 1, `page ${n} fetched`);
+    const q = new FairQueue(world.redis);
     const s = await q.stats('killtest');
     await q.close();
     assert.deepEqual([s.queued, s.leased, s.delayed, s.dead], [0, 0, 0, 0]);
     // Fetched more than once only if its lease was in flight at the kill: at most the killed worker's concurrency.
-    const paths = web.of('T').map((r) => r.path);
+    const paths = world.web.of('T').map((r) => r.path);
     const repeats = paths.length - new Set(paths).size;
     assert.ok(repeats <= 2, `${repeats} pages fetched twice`);
     const lines = (await readFile(out, 'utf8')).trim().split('\n');
@@ -92,15 +77,15 @@ describe('weir CLI', () => {
 
   it('SIGTERM hands the leases back and exits 143', async () => {
     const seed = await writeSeed('termtest');
-    const redisArgs = ['--redis', server.url];
+    const redisArgs = ['--redis', world.server.url];
     assert.equal((await run(['kickoff', seed, ...redisArgs])).code, 0);
-    const before = web.of('T').length;
+    const before = world.web.of('T').length;
     const w = weir(['worker', seed, ...redisArgs, '--concurrency', '4']);
     const deadline = Date.now() + 20_000;
-    while (web.of('T').length < before + 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while (world.web.of('T').length < before + 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     w.kill('SIGTERM');
     assert.equal(await exited(w), 143);
-    const q = new FairQueue(redis);
+    const q = new FairQueue(world.redis);
     const s = await q.stats('termtest');
     await q.close();
     assert.equal(s.leased, 0, 'no lease left behind');
@@ -108,53 +93,53 @@ describe('weir CLI', () => {
   });
 
   it('exit codes: 2 for a bad seed file (one readable line naming the field), 2 for bad usage, 3 for an unreachable Redis', async () => {
-    const bad = join(dir, 'bad.yaml');
+    const bad = join(world.dir, 'bad.yaml');
     await writeFile(bad, 'arena: ok\nrateLimits:\n  a.com: -1\nstart: [http://a.com/]\n');
-    const r1 = await run(['kickoff', bad, '--redis', server.url]);
+    const r1 = await run(['kickoff', bad, '--redis', world.server.url]);
     assert.equal(r1.code, 2);
     assert.equal(r1.stderr.trim().split('\n').length, 1);
     assert.match(r1.stderr, /rateLimits\.a\.com/);
-    assert.equal((await redis.keys('weir:{ok}:*')).length, 0, 'a broken seed writes nothing to Redis');
+    assert.equal((await world.redis.keys('weir:{ok}:*')).length, 0, 'a broken seed writes nothing to Redis');
     const r2 = await run(['frobnicate', bad]);
     assert.equal(r2.code, 2);
     const r3 = await run(['kickoff', await writeSeed('nowhere'), '--redis', `redis://127.0.0.1:${await freePort()}`]);
     assert.equal(r3.code, 3);
     assert.match(r3.stderr, /cannot reach Redis/);
     assert.equal(r3.stderr.trim().split('\n').length, 1);
-    const r4 = await run(['status', await writeSeed('termtest'), '--json', '--redis', server.url]);
+    const r4 = await run(['status', await writeSeed('termtest'), '--json', '--redis', world.server.url]);
     assert.equal(r4.code, 0);
     assert.equal((JSON.parse(r4.stdout) as { arena: string }).arena, 'termtest');
     // A domain that is not the seed's (even one named like an object's property) is bad usage.
-    const r5 = await run(['hold', await writeSeed('holdtest'), 'toString', '--redis', server.url]);
+    const r5 = await run(['hold', await writeSeed('holdtest'), 'toString', '--redis', world.server.url]);
     assert.equal(r5.code, 2);
     assert.match(r5.stderr, /toString is not a domain of holdtest/);
-    const r6 = await run(['worker', await writeSeed('leasetest'), '--lease-ms', '40', '--redis', server.url]);
+    const r6 = await run(['worker', await writeSeed('leasetest'), '--lease-ms', '40', '--redis', world.server.url]);
     assert.equal(r6.code, 2);
     assert.match(r6.stderr, /--lease-ms must be at least 1000/);
   });
 
   it('weir crawl: kickoff, worker processes, a summary; run again on a drained arena, it says so', async () => {
     const seed = await writeSeed('crawlcmd');
-    const out = join(dir, 'crawl.jsonl');
-    const r = await run(['crawl', seed, '--workers', '2', '--out', out, '--redis', server.url]);
+    const out = join(world.dir, 'crawl.jsonl');
+    const r = await run(['crawl', seed, '--workers', '2', '--out', out, '--redis', world.server.url]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /crawl of crawlcmd finished/);
     assert.match(r.stdout, new RegExp(`total: ${PAGES} pages`));
     const lines = (await readFile(out, 'utf8')).trim().split('\n');
     assert.equal(lines.length, PAGES);
-    const again = await run(['crawl', seed, '--workers', '2', '--redis', server.url]);
+    const again = await run(['crawl', seed, '--workers', '2', '--redis', world.server.url]);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /already drained/);
   });
 
   it('the programmatic API: crawl() with an onPage hook that reads the page with cheerio and adds URLs', async () => {
-    const T = web.sites.get('T');
+    const T = world.web.sites.get('T');
     assert.ok(T);
     const h1s: string[] = [];
     const result = await crawl(
       { arena: 'apitest', rateLimits: { [T.key]: 'unlimited' }, start: [`${T.origin}/`], allowPrivateNetworks: true, maxDepth: 2 },
       {
-        redis: server.url,
+        redis: world.server.url,
         workers: 2,
         concurrency: 2,
         onPage: async ({ url, $ }) => {
@@ -169,14 +154,14 @@ describe('weir CLI', () => {
     assert.equal(result.stats.totals.pages, 8);
     assert.equal(h1s.length, 7);
     assert.ok(h1s.every((t) => t === 'fixture'));
-    assert.equal(web.fetched('T', '/p/999'), 1);
+    assert.equal(world.web.fetched('T', '/p/999'), 1);
   });
 
   it('operator commands: dead (list, --requeue), hold/unhold, clear (--yes required)', async () => {
     const seed = await writeSeed('ops');
-    const redisArgs = ['--redis', server.url];
+    const redisArgs = ['--redis', world.server.url];
     assert.equal((await run(['kickoff', seed, ...redisArgs])).code, 0);
-    const q = new FairQueue(redis);
+    const q = new FairQueue(world.redis);
     try {
       const r = await q.dequeue('ops');
       assert.ok(r.lease);
@@ -191,7 +176,7 @@ describe('weir CLI', () => {
       assert.match(requeued.stdout, /requeued 1 URLs/);
       assert.equal((await q.stats('ops')).queued, 1);
 
-      const T = web.sites.get('T');
+      const T = world.web.sites.get('T');
       assert.ok(T);
       assert.equal((await run(['hold', seed, T.key, ...redisArgs])).code, 0);
       assert.equal((await q.dequeue('ops')).lease, null, 'held: nothing to dequeue');
@@ -204,7 +189,7 @@ describe('weir CLI', () => {
       assert.equal((await run(['clear', seed, ...redisArgs])).code, 2, 'clear needs --yes');
       const cleared = await run(['clear', seed, '--yes', ...redisArgs]);
       assert.equal(cleared.code, 0, cleared.stderr);
-      assert.equal((await redis.keys('weir:{ops}:*')).length, 0);
+      assert.equal((await world.redis.keys('weir:{ops}:*')).length, 0);
     } finally {
       await q.close();
     }

@@ -3,11 +3,9 @@
  * Judged from the fixture servers' own request log.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Redis } from 'ioredis';
+import { before, describe, it } from 'node:test';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { JsonlWriter, type PageRecord } from '../../src/crawl/output.js';
 import { validateSeed, type Seed } from '../../src/crawl/seed.js';
@@ -16,13 +14,9 @@ import * as guard from '../../src/crawl/netguard.js';
 import { CrawlMetrics } from '../../src/crawl/metrics.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { crawlStats } from '../../src/crawl/stats.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
+import { html, smallestGap, type FixtureSite, type Handler } from '../helpers/web.js';
+import { readJsonl, timeline, useCrawlWorld } from '../helpers/world.js';
 
-let server: RedisServer;
-let redis: Redis;
-let web: FixtureWeb;
-let dir: string;
 /**
  * Tolerance, ms: the fixture servers share this process's event loop with
  * the workers, so an arrival is stamped when the loop gets to it; and a
@@ -30,109 +24,16 @@ let dir: string;
  */
 const CLOCK_MS = 5;
 
-before(async () => {
-  server = await startRedis();
-  redis = server.client();
-  dir = await mkdtemp(join(tmpdir(), 'weir-crawl-'));
-  web = new FixtureWeb();
-  const outside = await web.site('X', { '/': html('<a href="/deeper">outside</a>') });
-  const slowEnds: number[] = [];
-  const c = await web.site('C', {
-    '/': html('<a href="/slow">slow</a>'),
-    '/slow': async (_req, res) => {
-      await new Promise((r) => setTimeout(r, 1500));
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html('slow page'));
-      slowEnds.push(performance.now());
-    },
-  });
-  (web as unknown as { slowEnds: number[] }).slowEnds = slowEnds;
-  const b = await web.site('B', {
-    '/robots.txt': 'User-agent: *\nCrawl-delay: 0.2\n',
-    '/': html('<a href="/limited">l</a> <a href="/flaky">f</a> <a href="/landing">land</a>'),
-    '/limited': (_req, res, { count }) => {
-      if (count === 1) {
-        res.writeHead(429, { 'retry-after': '1', 'content-type': 'text/plain' });
-        res.end('slow down');
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html('ok now'));
-    },
-    '/flaky': (_req, res, { count }) => {
-      res.writeHead(count === 1 ? 503 : 200, { 'content-type': 'text/html' });
-      res.end(html(count === 1 ? 'down' : 'up'));
-    },
-    '/landing': html('landing'),
-  });
-  await web.site('A', {
-    '/robots.txt': 'User-agent: *\nDisallow: /\n\nUser-agent: weir\nDisallow: /secret\nAllow: /secret/open\n',
-    '/': html(`
-      <a href="/a">a</a> <a href="./b">b</a> <a href="/c#frag">c</a> <a href="/c">c again</a>
-      <a href="/dir/sub/">sub</a> <a href="/secret/x">secret</a> <a href="/secret/open">open</a>
-      <a href="mailto:x@example.org">mail</a> <a href="javascript:void(0)">js</a> <a href="tel:123">tel</a>
-      <a href="${b.origin}/">B</a> <a href="${outside.origin}/">outside</a> <a href="${c.origin}/">C</a>
-      <a href="/redir1">r</a> <a href="/loop1">loop</a> <a href="/cal?d=0">calendar</a>
-      <a href="/file.pdf">pdf</a> <a href="/big">big</a> <a href="/malformed">bad html</a> <a href="/base/">base</a>
-      <a href="/notfound">404</a> <a rel="nofollow" href="/nofollowed">nf</a> <a href="http://[bad">broken</a>
-      <script>document.write('<a href="/in-script">')</script>
-      <textarea><a href="/in-textarea">t</a></textarea>
-      <!-- <a href="/in-comment">c</a> -->
-      <map><area href="/area" alt="x"></map>`),
-    '/a': html('<a href="/">home</a>'),
-    '/b': html('<a href="/">home</a>'),
-    '/c': html('<a href="/">home</a>'),
-    '/area': html('area'),
-    '/dir/sub/': html('<a href="../up">up</a>'),
-    '/dir/up': html('up'),
-    '/secret/open': html('open'),
-    '/redir1': (_req, res) => {
-      res.writeHead(301, { location: '/redir2' });
-      res.end();
-    },
-    '/redir2': (_req, res) => {
-      res.writeHead(302, { location: `${b.origin}/landing` });
-      res.end();
-    },
-    '/loop1': (_req, res) => {
-      res.writeHead(301, { location: '/loop2' });
-      res.end();
-    },
-    '/loop2': (_req, res) => {
-      res.writeHead(301, { location: '/loop1' });
-      res.end();
-    },
-    '/cal': (req, res) => {
-      const d = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('d'));
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html(`<a href="/cal?d=${d + 1}">next month</a>`));
-    },
-    '/file.pdf': (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/pdf' });
-      res.end(Buffer.alloc(5000, 1));
-    },
-    '/big': (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html(`${'<p>filler</p>'.repeat(200_000)}<a href="/after-limit">late</a>`));
-    },
-    '/malformed': "<html><body><a href='/a'>unclosed <div><p><a href=/m2>x</b></i><a href=\"/m3",
-    '/m2': html('m2'),
-    '/base/': html('<a href="x">x</a><base href="/b2/">'),
-    '/b2/x': html('via base'),
-  });
-});
+const world = useCrawlWorld('crawl', () => fixtureCrawl());
 
-after(async () => {
-  await web.close();
-  await server.destroy();
-  await rm(dir, { recursive: true, force: true });
-});
+const site = (name: string): FixtureSite => world.web.sites.get(name) ?? assert.fail(`no site ${name}`);
+const redirect = (status: number, location: () => string): Handler => (_req, res) => {
+  res.writeHead(status, { location: location() });
+  res.end();
+};
 
 function seedFor(arena: string, extra: Record<string, unknown> = {}): Seed {
-  const A = web.sites.get('A');
-  const B = web.sites.get('B');
-  const C = web.sites.get('C');
-  assert.ok(A && B && C);
+  const [A, B, C] = [site('A'), site('B'), site('C')];
   return validateSeed({
     arena,
     rateLimits: { [A.key]: 20, [B.key]: 50, [C.key]: 10 },
@@ -145,70 +46,126 @@ function seedFor(arena: string, extra: Record<string, unknown> = {}): Seed {
   });
 }
 
-describe('a crawl of the fixture web', () => {
-  let records: PageRecord[] = [];
-  let workerEnds: number[] = [];
+/**
+ * The fixture web: sites A, B and C in the seed, X outside it; each site's
+ * routes stand beside the tests that judge them, below. One crawl of it
+ * (two workers, leases of 600 ms) is judged by every test of the first
+ * describe blocks.
+ */
+let records: PageRecord[] = [];
+let workerEnds: number[] = [];
+const slowEnds: number[] = [];
 
-  before(async () => {
-    const seed = seedFor('fixture');
-    await kickoff(redis, seed);
-    const out = new JsonlWriter(join(dir, 'out.jsonl'), { truncate: true });
-    const workers = [0, 1].map(() => new CrawlWorker(redis, seed, { concurrency: 4, exitWhenDone: true, out, leaseMs: 600 }));
-    workerEnds = await Promise.all(workers.map(async (w) => {
+/** Sets up the fixture web and crawls it once (the world's set-up). */
+async function fixtureCrawl(): Promise<void> {
+  await world.web.site('X', { '/': html('<a href="/deeper">outside</a>') });
+  await world.web.site('C', C_ROUTES);
+  await world.web.site('B', B_ROUTES);
+  await world.web.site('A', { ...A_LINKS, ...A_REDIRECTS, ...A_CALENDAR, ...A_BODIES });
+  const seed = seedFor('fixture');
+  await kickoff(world.redis, seed);
+  const out = new JsonlWriter(world.file('out.jsonl'), { truncate: true });
+  const workers = [0, 1].map(() => new CrawlWorker(world.redis, seed, { concurrency: 4, exitWhenDone: true, out, leaseMs: 600 }));
+  workerEnds = await Promise.all(
+    workers.map(async (w) => {
       await w.run();
       return performance.now();
-    }));
-    await out.close();
-    records = (await readFile(join(dir, 'out.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
-  });
+    }),
+  );
+  await out.close();
+  records = await readJsonl(world.file('out.jsonl'));
+}
 
+/** A's home page links to everything, in every form; robots.txt keeps weir out of /secret but /secret/open. */
+const A_LINKS: Record<string, string | Handler> = {
+  '/robots.txt': 'User-agent: *\nDisallow: /\n\nUser-agent: weir\nDisallow: /secret\nAllow: /secret/open\n',
+  '/': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(
+      html(`
+      <a href="/a">a</a> <a href="./b">b</a> <a href="/c#frag">c</a> <a href="/c">c again</a>
+      <a href="/dir/sub/">sub</a> <a href="/secret/x">secret</a> <a href="/secret/open">open</a>
+      <a href="mailto:x@example.org">mail</a> <a href="javascript:void(0)">js</a> <a href="tel:123">tel</a>
+      <a href="${site('B').origin}/">B</a> <a href="${site('X').origin}/">outside</a> <a href="${site('C').origin}/">C</a>
+      <a href="/redir1">r</a> <a href="/loop1">loop</a> <a href="/cal?d=0">calendar</a>
+      <a href="/file.pdf">pdf</a> <a href="/big">big</a> <a href="/malformed">bad html</a> <a href="/base/">base</a>
+      <a href="/notfound">404</a> <a rel="nofollow" href="/nofollowed">nf</a> <a href="http://[bad">broken</a>
+      <script>document.write('<a href="/in-script">')</script>
+      <textarea><a href="/in-textarea">t</a></textarea>
+      <!-- <a href="/in-comment">c</a> -->
+      <map><area href="/area" alt="x"></map>`),
+    );
+  },
+  '/a': html('<a href="/">home</a>'),
+  '/b': html('<a href="/">home</a>'),
+  '/c': html('<a href="/">home</a>'),
+  '/area': html('area'),
+  '/dir/sub/': html('<a href="../up">up</a>'),
+  '/dir/up': html('up'),
+  '/secret/open': html('open'),
+  '/malformed': "<html><body><a href='/a'>unclosed <div><p><a href=/m2>x</b></i><a href=\"/m3",
+  '/m2': html('m2'),
+  '/base/': html('<a href="x">x</a><base href="/b2/">'),
+  '/b2/x': html('via base'),
+};
+
+describe('links', () => {
   it('fetches every reachable in-scope page exactly once (retries excepted)', () => {
     const expectA = ['/', '/a', '/b', '/c', '/area', '/dir/sub/', '/dir/up', '/secret/open', '/redir1', '/redir2', '/loop1', '/loop2', '/file.pdf', '/big', '/malformed', '/m2', '/base/', '/b2/x', '/notfound'];
-    for (const p of expectA) assert.equal(web.fetched('A', p), 1, `A ${p}`);
-    for (let d = 0; d <= 5; d++) assert.equal(web.fetched('A', `/cal?d=${d}`), 1, `calendar month ${d}`);
-    for (const p of ['/', '/landing']) assert.equal(web.fetched('B', p), 1, `B ${p}`);
-    assert.equal(web.fetched('B', '/limited'), 2, 'the 429 and its retry');
-    assert.equal(web.fetched('B', '/flaky'), 2, 'the 503 and its retry');
-    assert.equal(web.fetched('C', '/'), 1);
-    assert.equal(web.fetched('C', '/slow'), 1, 'a fetch that outlives its lease extends it: fetched once');
+    for (const p of expectA) assert.equal(world.web.fetched('A', p), 1, `A ${p}`);
+    for (let d = 0; d <= 5; d++) assert.equal(world.web.fetched('A', `/cal?d=${d}`), 1, `calendar month ${d}`);
+    for (const p of ['/', '/landing']) assert.equal(world.web.fetched('B', p), 1, `B ${p}`);
+    assert.equal(world.web.fetched('C', '/'), 1);
   });
 
   it('fetches nothing out of scope, disallowed, nofollowed or hidden in script/textarea/comments', () => {
-    assert.equal(web.of('X').length, 0, 'site outside the seed');
-    for (const p of ['/secret/x', '/nofollowed', '/in-script', '/in-textarea', '/in-comment', '/after-limit']) assert.equal(web.fetched('A', p), 0, p);
+    assert.equal(world.web.of('X').length, 0, 'site outside the seed');
+    for (const p of ['/secret/x', '/nofollowed', '/in-script', '/in-textarea', '/in-comment', '/after-limit']) assert.equal(world.web.fetched('A', p), 0, p);
     const secret = records.find((r) => r.url.endsWith('/secret/x'));
     assert.equal(secret?.error, 'disallowed by robots.txt');
   });
 
-  it('bounds the calendar trap by maxDepth', () => {
-    assert.equal(web.fetched('A', '/cal?d=6'), 0);
-  });
-
   it('fetches robots.txt first on every origin', () => {
-    for (const site of ['A', 'B', 'C']) assert.equal(web.of(site)[0]?.path, '/robots.txt', site);
+    for (const name of ['A', 'B', 'C']) assert.equal(world.web.of(name)[0]?.path, '/robots.txt', name);
   });
+});
 
-  it('never hits a site faster than its rate or its Crawl-delay (robots.txt and redirects included)', () => {
-    const a0 = web.of('A')[0]?.at ?? 0;
-    const timelineA = web.of('A').map((r) => `${(r.at - a0).toFixed(1)} ${r.path}`).join('\n');
-    assert.ok(smallestGap(web.of('A')) >= 50 - CLOCK_MS, `A smallest gap ${smallestGap(web.of('A'))} ms, limit 50\n${timelineA}`);
-    const b0 = web.of('B')[0]?.at ?? 0;
-    const timelineB = web.of('B').map((r) => `${(r.at - b0).toFixed(1)} ${r.path}`).join('\n');
-    assert.ok(smallestGap(web.of('B')) >= 200 - CLOCK_MS, `B smallest gap ${smallestGap(web.of('B'))} ms, Crawl-delay 200\n${timelineB}`);
-    const c0 = web.of('C')[0]?.at ?? 0;
-    const timelineC = web.of('C').map((r) => `${(r.at - c0).toFixed(1)} ${r.path}`).join('\n');
-    assert.ok(smallestGap(web.of('C')) >= 100 - CLOCK_MS, `C smallest gap ${smallestGap(web.of('C'))} ms, limit 100\n${timelineC}`);
+/** A calendar: every month links to the next, forever. */
+const A_CALENDAR: Record<string, Handler> = {
+  '/cal': (req, res) => {
+    const d = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('d'));
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html(`<a href="/cal?d=${d + 1}">next month</a>`));
+  },
+};
+
+describe('traps', () => {
+  it('bounds the calendar trap by maxDepth', () => {
+    assert.equal(world.web.fetched('A', '/cal?d=6'), 0);
   });
+});
 
-  it('honours Retry-After: the domain waits, and the URL comes back no sooner', () => {
-    const b = web.of('B');
-    const first429 = b.find((r) => r.path === '/limited');
-    assert.ok(first429);
-    const after429 = b.filter((r) => r.at > first429.at);
-    assert.ok(after429.length > 0);
-    for (const r of after429) assert.ok(r.at - first429.at >= 1000 - CLOCK_MS, `${r.path} ${Math.round(r.at - first429.at)} ms after the 429`);
-  });
+/** Redirects: a chain across sites, and a loop. */
+const A_REDIRECTS: Record<string, Handler> = {
+  '/redir1': redirect(301, () => '/redir2'),
+  '/redir2': redirect(302, () => `${site('B').origin}/landing`),
+  '/loop1': redirect(301, () => '/loop2'),
+  '/loop2': redirect(301, () => '/loop1'),
+};
 
+/** Bodies: not HTML, and over maxBodyBytes (1 MiB here) with a link past the limit. */
+const A_BODIES: Record<string, Handler> = {
+  '/file.pdf': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/pdf' });
+    res.end(Buffer.alloc(5000, 1));
+  },
+  '/big': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html(`${'<p>filler</p>'.repeat(200_000)}<a href="/after-limit">late</a>`));
+  },
+};
+
+describe('records', () => {
   it('records redirects as their own URLs, loops cut by dedupe, non-HTML and oversize bodies recorded', () => {
     const r1 = records.find((r) => r.url.endsWith('/redir1'));
     assert.equal(r1?.status, 301);
@@ -223,7 +180,7 @@ describe('a crawl of the fixture web', () => {
     assert.equal(big?.bytes, 1024 * 1024);
     const nf = records.find((r) => r.url.endsWith('/notfound'));
     assert.equal(nf?.status, 404);
-    const home = records.find((r) => r.url === `${web.sites.get('A')?.origin}/`);
+    const home = records.find((r) => r.url === `${site('A').origin}/`);
     assert.equal(home?.title, 'fixture');
     assert.equal(home?.depth, 0);
   });
@@ -231,28 +188,95 @@ describe('a crawl of the fixture web', () => {
   it('writes one output line per finished URL', () => {
     const urls = records.map((r) => r.url);
     assert.equal(new Set(urls).size, urls.length, 'no URL twice');
-    assert.ok(urls.length >= 30);
+    // Exactly these, by path (three sites' "/"): every URL in scope and depth, each once.
+    const paths = urls.map((u) => u.replace(/^http:\/\/127\.0\.0\.1:\d+/, '')).sort();
+    assert.deepEqual(paths, [
+      '/', '/', '/', '/a', '/area', '/b', '/b2/x', '/base/', '/big', '/c', '/cal?d=0', '/cal?d=1', '/cal?d=2', '/cal?d=3', '/cal?d=4', '/cal?d=5',
+      '/dir/sub/', '/dir/up', '/file.pdf', '/flaky', '/landing', '/limited', '/loop1', '/loop2', '/m2', '/malformed', '/notfound', '/redir1', '/redir2',
+      '/secret/open', '/secret/x', '/slow',
+    ]);
+  });
+});
+
+/** B: Crawl-delay 0.2 s (under its rate of 50/s), a 429 with Retry-After: 1, a 503 once. */
+const B_ROUTES: Record<string, string | Handler> = {
+  '/robots.txt': 'User-agent: *\nCrawl-delay: 0.2\n',
+  '/': html('<a href="/limited">l</a> <a href="/flaky">f</a> <a href="/landing">land</a>'),
+  '/limited': (_req, res, { count }) => {
+    if (count === 1) {
+      res.writeHead(429, { 'retry-after': '1', 'content-type': 'text/plain' });
+      res.end('slow down');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html('ok now'));
+  },
+  '/flaky': (_req, res, { count }) => {
+    res.writeHead(count === 1 ? 503 : 200, { 'content-type': 'text/html' });
+    res.end(html(count === 1 ? 'down' : 'up'));
+  },
+  '/landing': html('landing'),
+};
+
+describe('politeness', () => {
+  it('never hits a site faster than its rate or its Crawl-delay (robots.txt and redirects included)', () => {
+    for (const [name, limit] of [['A', 50], ['B', 200], ['C', 100]] as const) {
+      const gap = smallestGap(world.web.of(name));
+      const shown = timeline(world.web.of(name)).map((r) => `${r.t.toFixed(1)} ${r.path}`).join('\n');
+      assert.ok(gap >= limit - CLOCK_MS, `${name} smallest gap ${gap} ms, limit ${limit}\n${shown}`);
+    }
   });
 
-  it('exit-when-done waits for every worker\'s leases, not just its own queue view', () => {
-    const slowEnd = (web as unknown as { slowEnds: number[] }).slowEnds[0];
+  it('honours Retry-After: the domain waits, and the URL comes back no sooner; a 503 is retried', () => {
+    assert.equal(world.web.fetched('B', '/limited'), 2, 'the 429 and its retry');
+    assert.equal(world.web.fetched('B', '/flaky'), 2, 'the 503 and its retry');
+    const b = world.web.of('B');
+    const first429 = b.find((r) => r.path === '/limited');
+    assert.ok(first429);
+    const after429 = b.filter((r) => r.at > first429.at);
+    assert.ok(after429.length > 0);
+    for (const r of after429) assert.ok(r.at - first429.at >= 1000 - CLOCK_MS, `${r.path} ${Math.round(r.at - first429.at)} ms after the 429`);
+  });
+});
+
+/** C: a page that answers after 1.5 s, longer than the crawl's 600 ms leases. */
+const C_ROUTES: Record<string, string | Handler> = {
+  '/': html('<a href="/slow">slow</a>'),
+  '/slow': async (_req, res) => {
+    await new Promise((r) => setTimeout(r, 1500));
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html('slow page'));
+    slowEnds.push(performance.now());
+  },
+};
+
+describe('leases', () => {
+  it('a fetch that outlives its lease renews it: fetched once', () => {
+    assert.equal(world.web.fetched('C', '/slow'), 1);
+  });
+
+  it("exit-when-done waits for every worker's leases, not just its own queue view", () => {
+    const slowEnd = slowEnds[0];
     assert.ok(slowEnd !== undefined);
     for (const end of workerEnds) assert.ok(end >= slowEnd, 'a worker exited while another still held the slow page');
   });
+});
 
+describe('the arena afterwards', () => {
   it('reports per-domain status from Redis', async () => {
-    const s = await crawlStats(redis, 'fixture');
+    const s = await crawlStats(world.redis, 'fixture');
     assert.equal(s.drained, true);
-    const a = s.domains.find((d) => d.domain === web.sites.get('A')?.key);
-    assert.ok(a && a.pages >= 20);
-    assert.ok(a.robotsBlocked >= 1);
-    const b = s.domains.find((d) => d.domain === web.sites.get('B')?.key);
+    const a = s.domains.find((d) => d.domain === site('A').key);
+    // A's final responses: its 21 pages (not robots.txt, not the 4 redirect hops, not /secret/x, which robots.txt refused).
+    assert.equal(a?.pages, 21);
+    assert.equal(a?.robotsBlocked, 1);
+    const b = s.domains.find((d) => d.domain === site('B').key);
     assert.ok(b && b.rateLimit !== 'unlimited' && b.rateLimit <= 5 + 1e-9, `B limit after Crawl-delay: ${String(b?.rateLimit)}`);
     assert.ok(s.bloom && s.bloom.fill > 0);
   });
 
   it('a second kickoff enqueues nothing twice', async () => {
-    const r = await kickoff(redis, seedFor('fixture'));
+    const r = await kickoff(world.redis, seedFor('fixture'));
     assert.equal(r.enqueued, 0);
   });
 });
@@ -260,7 +284,7 @@ describe('a crawl of the fixture web', () => {
 describe('crawl limits and refusals', () => {
   before(async () => {
     // A tree of 40 pages.
-    await web.site('M', {}, (req, res) => {
+    await world.web.site('M', {}, (req, res) => {
       const n = Number(/^\/p\/(\d+)$/.exec(req.url ?? '')?.[1] ?? (req.url === '/' ? 0 : -1));
       if (req.url === '/robots.txt' || n < 0 || n >= 40) {
         res.writeHead(404, { 'content-type': 'text/plain' });
@@ -270,7 +294,7 @@ describe('crawl limits and refusals', () => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end(html([2 * n + 1, 2 * n + 2].filter((k) => k < 40).map((k) => `<a href="/p/${k}">${k}</a>`).join(' ')));
     });
-    await web.site('R', {
+    await world.web.site('R', {
       '/robots.txt': (_req, res) => {
         res.writeHead(503, { 'content-type': 'text/plain' });
         res.end('down');
@@ -280,53 +304,53 @@ describe('crawl limits and refusals', () => {
   });
 
   it('maxPages is enforced across workers: exactly that many pages, the rest stays queued', async () => {
-    const M = web.sites.get('M');
+    const M = world.web.sites.get('M');
     assert.ok(M);
     const seed = validateSeed({ arena: 'maxpages', rateLimits: { [M.key]: 'unlimited' }, start: [`${M.origin}/`], allowPrivateNetworks: true, maxPages: 12, maxInFlightPerDomain: 8 });
-    await kickoff(redis, seed);
-    const before = web.of('M').filter((r) => r.path !== '/robots.txt').length;
-    const summaries = await Promise.all([0, 1, 2].map(() => new CrawlWorker(redis, seed, { concurrency: 4, exitWhenDone: true }).run()));
-    const pages = web.of('M').filter((r) => r.path !== '/robots.txt').length - before;
+    await kickoff(world.redis, seed);
+    const before = world.web.of('M').filter((r) => r.path !== '/robots.txt').length;
+    const summaries = await Promise.all([0, 1, 2].map(() => new CrawlWorker(world.redis, seed, { concurrency: 4, exitWhenDone: true }).run()));
+    const pages = world.web.of('M').filter((r) => r.path !== '/robots.txt').length - before;
     assert.equal(pages, 12);
     assert.equal(summaries.reduce((a, s) => a + s.pages, 0), 12);
     assert.ok(summaries.every((s) => s.exitReason === 'maxPages' || s.exitReason === 'drained'));
-    const s = await crawlStats(redis, 'maxpages');
+    const s = await crawlStats(world.redis, 'maxpages');
     assert.ok(s.totals.queued > 0, 'nothing lost: the rest is still queued');
     assert.equal(s.totals.leased, 0);
   });
 
   it('refuses loopback addresses unless allowPrivateNetworks, checked at connect time', async () => {
-    const M = web.sites.get('M');
+    const M = world.web.sites.get('M');
     assert.ok(M);
     const seed = validateSeed({ arena: 'private', rateLimits: { [M.key]: 'unlimited', 'sneaky.test': 'unlimited' }, start: [`${M.origin}/`, `http://sneaky.test:${M.port}/`] });
-    await kickoff(redis, seed);
-    const before = web.of('M').length;
-    const out = new JsonlWriter(join(dir, 'private.jsonl'), { truncate: true });
+    await kickoff(world.redis, seed);
+    const before = world.web.of('M').length;
+    const out = new JsonlWriter(join(world.dir, 'private.jsonl'), { truncate: true });
     // sneaky.test resolves to 127.0.0.1 through a resolver the test controls.
     const lookup = (host: string, options: { all?: boolean }, cb: (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void): void => {
       const { guardedLookup } = guard;
       guardedLookup(false, (_h, _o, done) => done(null, [{ address: '127.0.0.1', family: 4 }]))(host, options, cb);
     };
-    await new CrawlWorker(redis, seed, { concurrency: 2, exitWhenDone: true, out, lookup }).run();
+    await new CrawlWorker(world.redis, seed, { concurrency: 2, exitWhenDone: true, out, lookup }).run();
     await out.close();
-    assert.equal(web.of('M').length, before, 'nothing reached the loopback server');
-    const recs = (await readFile(join(dir, 'private.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
+    assert.equal(world.web.of('M').length, before, 'nothing reached the loopback server');
+    const recs = (await readFile(join(world.dir, 'private.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
     assert.equal(recs.length, 2);
     for (const r of recs) assert.match(r.error ?? '', /private, loopback or link-local/);
-    assert.equal((await crawlStats(redis, 'private')).totals.dead, 2);
+    assert.equal((await crawlStats(world.redis, 'private')).totals.dead, 2);
   });
 
   it('robots.txt answering 5xx disallows the origin, retries with backoff, then dead-letters its URLs', async () => {
-    const R = web.sites.get('R');
+    const R = world.web.sites.get('R');
     assert.ok(R);
     const seed = validateSeed({ arena: 'robots5xx', rateLimits: { [R.key]: 'unlimited' }, start: [`${R.origin}/`], allowPrivateNetworks: true });
-    await kickoff(redis, seed);
-    await new CrawlWorker(redis, seed, { concurrency: 2, exitWhenDone: true, robotsRetryBaseMs: 20 }).run();
-    const reqs = web.of('R');
+    await kickoff(world.redis, seed);
+    await new CrawlWorker(world.redis, seed, { concurrency: 2, exitWhenDone: true, robotsRetryBaseMs: 20 }).run();
+    const reqs = world.web.of('R');
     assert.ok(reqs.every((r) => r.path === '/robots.txt'), 'no page fetched while robots.txt is unavailable');
     assert.equal(reqs.length, 5, 'ROBOTS.maxFailures attempts');
     for (let i = 1; i < reqs.length; i++) assert.ok((reqs[i]?.at ?? 0) - (reqs[i - 1]?.at ?? 0) >= 20 * 2 ** (i - 1) - CLOCK_MS, `backoff before attempt ${i + 1}`);
-    const s = await crawlStats(redis, 'robots5xx');
+    const s = await crawlStats(world.redis, 'robots5xx');
     assert.equal(s.totals.dead, 1);
     assert.equal(s.totals.errors, 1, 'a URL dead-lettered for robots.txt counts among errors');
     assert.equal(s.drained, true);
@@ -335,26 +359,26 @@ describe('crawl limits and refusals', () => {
 
 describe('Prometheus metrics', () => {
   it('serves counters that match the crawl output, and per-domain queue gauges read from Redis', async () => {
-    const M = web.sites.get('M');
+    const M = world.web.sites.get('M');
     assert.ok(M);
     const seed = validateSeed({ arena: 'metrics', rateLimits: { [M.key]: 100 }, start: [`${M.origin}/`], allowPrivateNetworks: true });
-    await kickoff(redis, seed);
-    const queue = new FairQueue(redis);
+    await kickoff(world.redis, seed);
+    const queue = new FairQueue(world.redis);
     const metrics = new CrawlMetrics(queue, 'metrics');
     const port = await metrics.listen(0, '127.0.0.1');
     const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const value = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-    const out = new JsonlWriter(join(dir, 'metrics.jsonl'), { truncate: true });
-    const worker = new CrawlWorker(redis, seed, { concurrency: 4, exitWhenDone: true, out, metrics });
+    const out = new JsonlWriter(join(world.dir, 'metrics.jsonl'), { truncate: true });
+    const worker = new CrawlWorker(world.redis, seed, { concurrency: 4, exitWhenDone: true, out, metrics });
     const running = worker.run();
     // Mid-crawl: the gauges come from Redis.
-    while (web.of('M').length < 8) await new Promise((r) => setTimeout(r, 10));
+    while (world.web.of('M').length < 8) await new Promise((r) => setTimeout(r, 10));
     const mid = await scrape();
     assert.ok(Number.isFinite(value(mid, `weir_domain_queued{domain="${M.key}"}`)), mid);
     await running;
     await out.close();
     const end = await scrape();
-    const recs = (await readFile(join(dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
+    const recs = (await readFile(join(world.dir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
     const ok = recs.filter((r) => r.status !== null && r.status >= 200 && r.status < 300).length;
     assert.equal(value(end, 'weir_pages_total{status_class="2xx"}'), ok);
     assert.equal(value(end, 'weir_leases_total{outcome="committed"}'), recs.length);

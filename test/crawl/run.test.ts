@@ -4,29 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
-import type { Redis } from 'ioredis';
+import { describe, it } from 'node:test';
 import { pino, type Logger } from 'pino';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { runCrawl, runWorker, storedSeed } from '../../src/crawl/run.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, html } from '../helpers/web.js';
+import { html } from '../helpers/web.js';
+import { useCrawlWorld } from '../helpers/world.js';
 
-let server: RedisServer;
-let redis: Redis;
-let web: FixtureWeb;
-
-before(async () => {
-  server = await startRedis();
-  redis = server.client();
-  web = new FixtureWeb();
-});
-
-after(async () => {
-  await web.close();
-  await server.destroy();
-});
+const world = useCrawlWorld('run');
 
 /** A pino logger whose lines land in `lines`. */
 function capture(): { log: Logger; lines: { level: number; msg: string }[] } {
@@ -42,29 +28,29 @@ function capture(): { log: Logger; lines: { level: number; msg: string }[] } {
 
 describe('the stored seed', () => {
   it('a worker whose seed file differs from the stored one warns and crawls with the stored one', async () => {
-    const site = await web.site('S', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('<a href="/a">a</a>'), '/a': html('<a href="/b">b</a>'), '/b': html('end') });
+    const site = await world.web.site('S', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('<a href="/a">a</a>'), '/a': html('<a href="/b">b</a>'), '/b': html('end') });
     const stored = validateSeed({ arena: 'differs', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], maxDepth: 1, allowPrivateNetworks: true });
     const local = validateSeed({ ...storableSeed(stored), maxDepth: 5 });
-    await kickoff(redis, stored);
+    await kickoff(world.redis, stored);
     const { log, lines } = capture();
-    const summary = await runWorker(redis, local, { logger: log, exitWhenDone: true, concurrency: 2 });
+    const summary = await runWorker(world.redis, local, { logger: log, exitWhenDone: true, concurrency: 2 });
     assert.ok(lines.some((l) => l.level === 40 && /differs from the one kickoff stored/.test(l.msg)), 'warned');
     // The stored maxDepth (1) ruled: "/" and "/a", never "/b".
     assert.equal(summary.pages, 2);
-    assert.equal(web.fetched('S', '/b'), 0);
+    assert.equal(world.web.fetched('S', '/b'), 0);
   });
 
   it('a worker started before kickoff waits for it (saying so once), and one aborted meanwhile returns null', async () => {
-    const site = await web.site('W', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('home') });
+    const site = await world.web.site('W', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('home') });
     const seed = validateSeed({ arena: 'waits', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], allowPrivateNetworks: true });
     const { log, lines } = capture();
-    const waiting = storedSeed(redis, seed, { log });
+    const waiting = storedSeed(world.redis, seed, { log });
     await new Promise((r) => setTimeout(r, 1200));
-    await kickoff(redis, seed);
+    await kickoff(world.redis, seed);
     assert.deepEqual(await waiting, seed);
     assert.equal(lines.filter((l) => /waiting for kickoff/.test(l.msg)).length, 1);
     const ac = new AbortController();
-    const never = storedSeed(redis, { ...seed, arena: 'never-kicked-off' }, { signal: ac.signal });
+    const never = storedSeed(world.redis, { ...seed, arena: 'never-kicked-off' }, { signal: ac.signal });
     ac.abort();
     assert.equal(await never, null);
   });
@@ -74,7 +60,7 @@ describe('robots gate', () => {
   it('URLs drawn while robots.txt is being fetched spend no rate slot: the first page follows its answer, then full pace', async () => {
     const ROBOTS_MS = 1200;
     let answeredAt = 0;
-    const site = await web.site('R', {
+    const site = await world.web.site('R', {
       '/robots.txt': async (_req, res) => {
         await new Promise((r) => setTimeout(r, ROBOTS_MS));
         res.writeHead(200, { 'content-type': 'text/plain' });
@@ -93,9 +79,9 @@ describe('robots gate', () => {
       maxInFlightPerDomain: 4,
       allowPrivateNetworks: true,
     });
-    const result = await runCrawl(redis, seed, { workers: 2, concurrency: 4 });
+    const result = await runCrawl(world.redis, seed, { workers: 2, concurrency: 4 });
     assert.equal(result.stats.totals.pages, 4);
-    const reqs = web.of('R');
+    const reqs = world.web.of('R');
     assert.equal(reqs[0]?.path, '/robots.txt');
     const pages = reqs.slice(1).map((r) => r.at);
     assert.equal(pages.length, 4, 'each page fetched once');

@@ -4,36 +4,22 @@
  */
 import assert from 'node:assert/strict';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { setPriority, tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { Redis } from 'ioredis';
+import { describe, it } from 'node:test';
 import { FairQueue } from '../../src/queue/index.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
-import { FixtureWeb, smallestGap, treeSite } from '../helpers/web.js';
+import { smallestGap, treeSite } from '../helpers/web.js';
+import { cliBundle } from '../helpers/cli-bundle.js';
+import { useCrawlWorld } from '../helpers/world.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const PAGES = 200;
-let server: RedisServer;
-let redis: Redis;
-let web: FixtureWeb;
-let dir: string;
 
-before(async () => {
-  server = await startRedis();
-  redis = server.client();
-  dir = await mkdtemp(join(tmpdir(), 'weir-workers-'));
-  web = new FixtureWeb();
-  await web.site('S', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES));
-});
-
-after(async () => {
-  await web.close();
-  await server.destroy();
-  await rm(dir, { recursive: true, force: true });
+const world = useCrawlWorld('workers', async () => {
+  await world.web.site('S', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(PAGES));
 });
 
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
@@ -43,16 +29,27 @@ describe('workers killed at random', () => {
     // The site runs in its own process: this one spawns and kills workers, which would delay its clock.
     const site = fork(join(ROOT, 'test/helpers/tree-server.ts'), [String(PAGES)], { execArgv: ['--import', 'tsx'], stdio: 'ignore' });
     const port = await new Promise<number>((r) => site.once('message', (m: { port: number }) => r(m.port)));
+    // The judge first: the site must stamp arrivals when they arrive. On two
+    // cores shared with Redis and a worker starting every second, a site at
+    // normal priority was seen stalled ~50 ms and stamping two requests that
+    // arrived 64 ms apart 14 ms apart (checked against the workers' own send
+    // times). Raised where allowed (root, as in CI); the workers are lowered too.
+    try {
+      if (site.pid !== undefined) setPriority(site.pid, -10);
+    } catch {
+      // not permitted: the workers' lower priority alone has to do
+    }
     const K = { key: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}` };
-    const seedPath = join(dir, 'kill.yaml');
+    const seedPath = join(world.dir, 'kill.yaml');
     await writeFile(seedPath, `arena: killloop\nrateLimits:\n  "${K.key}": 50\nstart: ["${K.origin}/"]\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 4\n`);
-    await kickoff(redis, validateSeed({ arena: 'killloop', rateLimits: { [K.key]: 50 }, start: [`${K.origin}/`], allowPrivateNetworks: true, maxInFlightPerDomain: 4 }));
+    await kickoff(world.redis, validateSeed({ arena: 'killloop', rateLimits: { [K.key]: 50 }, start: [`${K.origin}/`], allowPrivateNetworks: true, maxInFlightPerDomain: 4 }));
     const CONCURRENCY = 2;
-    // Workers run at a lower CPU priority than the site: a real server has its
-    // own CPU, and this one must stamp arrivals on time to judge the gaps
-    // (here four workers, one starting every second, share two cores with it).
+    // Workers run at a lower CPU priority than the site, from the bundled
+    // command (less CPU to start): a real server has its own CPU, and this one
+    // must stamp arrivals on time to judge the gaps (here four workers, one
+    // starting every second, share two cores with it).
     const start = (): ChildProcess => {
-      const w = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts'), 'worker', seedPath, '--redis', server.url, '--exit-when-done', '--lease-ms', '1500', '--concurrency', String(CONCURRENCY)], {
+      const w = spawn(process.execPath, [cliBundle(), 'worker', seedPath, '--redis', world.server.url, '--exit-when-done', '--lease-ms', '1500', '--concurrency', String(CONCURRENCY)], {
         stdio: 'ignore',
         env: { ...process.env, WEIR_LOG_LEVEL: 'warn' },
       });
@@ -60,7 +57,7 @@ describe('workers killed at random', () => {
       return w;
     };
     let workers = [start(), start(), start(), start()];
-    const q = new FairQueue(redis);
+    const q = new FairQueue(world.redis);
     let kills = 0;
     try {
       const deadline = Date.now() + 90_000;
@@ -83,7 +80,7 @@ describe('workers killed at random', () => {
       await q.close();
     }
     site.send('log');
-    const log = await new Promise<{ path: string; at: number }[]>((r) => site.once('message', (m: { log: { path: string; at: number }[] }) => r(m.log)));
+    const log = await new Promise<{ path: string; at: number; lag: number }[]>((r) => site.once('message', (m: { log: { path: string; at: number; lag: number }[] }) => r(m.log)));
     site.send('exit');
     const paths = log.map((r) => r.path).filter((p) => p !== '/robots.txt');
     for (let n = 0; n < PAGES; n++) assert.ok(paths.includes(n === 0 ? '/' : `/p/${n}`), `page ${n}`);
@@ -91,27 +88,36 @@ describe('workers killed at random', () => {
     t.diagnostic(`${kills} kills, ${refetched} pages fetched twice (bound: kills × concurrency = ${kills * CONCURRENCY})`);
     assert.ok(kills >= 2, 'the crawl lasted long enough to kill workers');
     assert.ok(refetched <= kills * CONCURRENCY, `${refetched} re-fetches for ${kills} kills`);
-    const gap = smallestGap(log.map((r) => ({ site: 'K', path: r.path, at: r.at, userAgent: '' })));
-    t.diagnostic(`smallest gap ${gap.toFixed(1)} ms at 50/s`);
-    const srt = [...log].sort((a, b) => a.at - b.at);
-    for (let i = 1; i < srt.length; i++) if ((srt[i]?.at ?? 0) - (srt[i - 1]?.at ?? 0) < 19) t.diagnostic(`close: ${i} ${srt[i - 1]?.path} ${srt[i]?.path} ${((srt[i]?.at ?? 0) - (srt[i - 1]?.at ?? 0)).toFixed(1)} after ${((srt[i]?.at ?? 0) - (srt[0]?.at ?? 0)).toFixed(0)} ms`);
+    // A gap is short only if it is short even allowing for the site's own
+    // stamping lag (the earlier request may have arrived up to its lag before
+    // its stamp): the judge's precision, measured by the judge.
+    const sorted = [...log].sort((a, b) => a.at - b.at);
+    let gap = Infinity;
+    let maxLag = 0;
+    for (let i = 1; i < sorted.length; i++) {
+      const [a, b] = [sorted[i - 1], sorted[i]] as [(typeof log)[0], (typeof log)[0]];
+      gap = Math.min(gap, b.at - a.at + a.lag);
+      maxLag = Math.max(maxLag, a.lag);
+      if (b.at - a.at < 19) t.diagnostic(`close: ${a.path} ${b.path} ${(b.at - a.at).toFixed(1)} ms apart as stamped, the first stamped ${a.lag.toFixed(1)} ms late at most`);
+    }
+    t.diagnostic(`smallest gap ${gap.toFixed(1)} ms at 50/s; the site's largest stamping lag ${maxLag.toFixed(1)} ms`);
     assert.ok(gap >= 20 - 5, `the rate held through the kills: smallest gap ${gap} ms`);
   });
 });
 
 describe('clock skew', () => {
   it('workers whose clocks run 5 minutes fast and slow still keep the rate: only Redis time is used', async (t) => {
-    const S = web.sites.get('S');
+    const S = world.web.sites.get('S');
     assert.ok(S);
     const seed = { arena: 'skew', rateLimits: { [S.key]: 10 }, start: [`${S.origin}/`], allowPrivateNetworks: true, maxDepth: 4, maxInFlightPerDomain: 4 };
-    await kickoff(redis, validateSeed(seed));
+    await kickoff(world.redis, validateSeed(seed));
     const run = (skew: number): Promise<number | null> => {
-      const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fault/worker-runner.ts'), JSON.stringify({ redisUrl: server.url, seed, concurrency: 4, out: join(dir, `skew${skew}.jsonl`), clockSkewMs: skew })], { stdio: 'ignore' });
+      const p = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/fault/worker-runner.ts'), JSON.stringify({ redisUrl: world.server.url, seed, concurrency: 4, out: join(world.dir, `skew${skew}.jsonl`), clockSkewMs: skew })], { stdio: 'ignore' });
       return exited(p);
     };
     const codes = await Promise.all([run(5 * 60_000), run(-5 * 60_000)]);
     assert.deepEqual(codes, [0, 0]);
-    const reqs = web.of('S');
+    const reqs = world.web.of('S');
     assert.equal(reqs.filter((r) => r.path !== '/robots.txt').length, 31, 'depth 0..4 of the tree');
     t.diagnostic(`smallest gap ${smallestGap(reqs).toFixed(1)} ms at 10/s`);
     assert.ok(smallestGap(reqs) >= 100 - 5, `smallest gap ${smallestGap(reqs)} ms`);
@@ -127,14 +133,14 @@ describe('clock skew', () => {
     const client = (skew: number) => async (): Promise<void> => {
       const until = Date.now() + 1000;
       while (Date.now() < until) {
-        const ok = await redis.eval(script, 1, 'control:{skew}:next', String(Date.now() + skew), '100');
+        const ok = await world.redis.eval(script, 1, 'control:{skew}:next', String(Date.now() + skew), '100');
         if (ok === 1) grants.push(performance.now());
         await new Promise((r) => setTimeout(r, 5));
       }
     };
-    await redis.del('control:{skew}:next');
+    await world.redis.del('control:{skew}:next');
     // The slow clock's worker gets a grant first (as it will, sooner or later, in any mix) …
-    assert.equal(await redis.eval(script, 1, 'control:{skew}:next', String(Date.now() - 5 * 60_000), '100'), 1);
+    assert.equal(await world.redis.eval(script, 1, 'control:{skew}:next', String(Date.now() - 5 * 60_000), '100'), 1);
     grants.push(performance.now());
     // … and from then on the fast clock is always past "next".
     await Promise.all([client(5 * 60_000)(), client(-5 * 60_000)()]);

@@ -1,0 +1,69 @@
+/**
+ * A static site in a process of its own, so the arrival times it records
+ * are stamped by an event loop nothing else in the test keeps busy (hostile
+ * servers, spawned workers). Arguments: a JSON {routes, fallback}; route
+ * values are bodies (robots.txt as text, the rest as HTML). Protocol over
+ * IPC: it sends {port} when listening; send 'log' for [{path, at}], 'exit'
+ * to stop.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RecordedRequest } from './web.js';
+
+interface SiteSpec {
+  routes: Record<string, string>;
+  fallback?: string;
+}
+
+export interface SiteProcess {
+  origin: string;
+  /** Domain key "127.0.0.1:<port>". */
+  key: string;
+  /** The requests the site saw, with its own clock. */
+  log(): Promise<RecordedRequest[]>;
+  close(): Promise<void>;
+}
+
+/** Starts `spec` as a site in a child process. */
+export async function startSiteProcess(name: string, spec: SiteSpec): Promise<SiteProcess> {
+  const child: ChildProcess = fork(new URL(import.meta.url).pathname, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: 'ignore' });
+  const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    key: `127.0.0.1:${port}`,
+    log: () =>
+      new Promise((resolve) => {
+        child.once('message', (m: { log: { path: string; at: number }[] }) => resolve(m.log.map((r) => ({ site: name, path: r.path, at: r.at, userAgent: '' }))));
+        child.send('log');
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.send('exit');
+      }),
+  };
+}
+
+// Run as the child: serve the spec.
+if (process.send && process.argv[2]?.startsWith('{')) {
+  const spec = JSON.parse(process.argv[2]) as SiteSpec;
+  const log: { path: string; at: number }[] = [];
+  const server = createServer((req, res) => {
+    const path = req.url ?? '/';
+    log.push({ path, at: performance.now() });
+    const body = spec.routes[path] ?? spec.fallback;
+    if (body === undefined) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('no');
+      return;
+    }
+    res.writeHead(200, { 'content-type': path === '/robots.txt' ? 'text/plain' : 'text/html' });
+    res.end(body);
+  });
+  server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port }));
+  process.on('message', (m) => {
+    if (m === 'log') process.send?.({ log });
+    if (m === 'exit') server.close(() => process.exit(0));
+  });
+}
