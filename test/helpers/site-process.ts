@@ -3,11 +3,13 @@
  * are stamped by an event loop nothing else in the test keeps busy (hostile
  * servers, spawned workers). Arguments: a JSON {routes, fallback}; route
  * values are bodies (robots.txt as text, the rest as HTML). Protocol over
- * IPC: it sends {port} when listening; send 'log' for [{path, at}], 'exit'
- * to stop.
+ * IPC: it sends {port} when listening; send 'log' for [{path, at, lag}],
+ * 'exit' to stop. It runs at a raised priority where allowed, and measures
+ * its own stamping lag as tree-server.ts does (see judgedGap).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
+import { setPriority } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { RecordedRequest } from './web.js';
 
@@ -16,12 +18,32 @@ interface SiteSpec {
   fallback?: string;
 }
 
+export interface StampedRequest extends RecordedRequest {
+  /** How late this arrival may have been stamped: the site's own stall before it, ms. */
+  lag: number;
+}
+
+/**
+ * The smallest gap between consecutive arrivals that the site can vouch
+ * for: each gap widened by the earlier stamp's lag (that request may have
+ * arrived up to `lag` before it was stamped).
+ */
+export function judgedGap(reqs: StampedRequest[]): number {
+  const sorted = [...reqs].sort((a, b) => a.at - b.at);
+  let gap = Infinity;
+  for (let i = 1; i < sorted.length; i++) {
+    const [a, b] = [sorted[i - 1], sorted[i]] as [StampedRequest, StampedRequest];
+    gap = Math.min(gap, b.at - a.at + a.lag);
+  }
+  return gap;
+}
+
 export interface SiteProcess {
   origin: string;
   /** Domain key "127.0.0.1:<port>". */
   key: string;
   /** The requests the site saw, with its own clock. */
-  log(): Promise<RecordedRequest[]>;
+  log(): Promise<StampedRequest[]>;
   close(): Promise<void>;
 }
 
@@ -29,12 +51,17 @@ export interface SiteProcess {
 export async function startSiteProcess(name: string, spec: SiteSpec): Promise<SiteProcess> {
   const child: ChildProcess = fork(new URL(import.meta.url).pathname, [JSON.stringify(spec)], { execArgv: ['--import', 'tsx'], stdio: 'ignore' });
   const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
+  try {
+    if (child.pid !== undefined) setPriority(child.pid, -10);
+  } catch {
+    // not permitted: its measured lag still keeps the judging honest
+  }
   return {
     origin: `http://127.0.0.1:${port}`,
     key: `127.0.0.1:${port}`,
     log: () =>
       new Promise((resolve) => {
-        child.once('message', (m: { log: { path: string; at: number }[] }) => resolve(m.log.map((r) => ({ site: name, path: r.path, at: r.at, userAgent: '' }))));
+        child.once('message', (m: { log: { path: string; at: number; lag: number }[] }) => resolve(m.log.map((r) => ({ site: name, path: r.path, at: r.at, lag: r.lag, userAgent: '' }))));
         child.send('log');
       }),
     close: () =>
@@ -48,10 +75,18 @@ export async function startSiteProcess(name: string, spec: SiteSpec): Promise<Si
 // Run as the child: serve the spec.
 if (process.send && process.argv[2]?.startsWith('{')) {
   const spec = JSON.parse(process.argv[2]) as SiteSpec;
-  const log: { path: string; at: number }[] = [];
+  const log: { path: string; at: number; lag: number }[] = [];
+  // After a stall the timer phase runs before the I/O that waited: the tick before last tells when it began.
+  let lastTick = performance.now();
+  let prevTick = lastTick;
+  setInterval(() => {
+    prevTick = lastTick;
+    lastTick = performance.now();
+  }, 1);
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
-    log.push({ path, at: performance.now() });
+    const at = performance.now();
+    log.push({ path, at, lag: Math.max(0, at - prevTick - 2) });
     const body = spec.routes[path] ?? spec.fallback;
     if (body === undefined) {
       res.writeHead(404, { 'content-type': 'text/plain' });
