@@ -24,10 +24,12 @@ const RAW: [RegExp, FetchErrorCode][] = [
   [/^(Z_DATA_ERROR|Z_BUF_ERROR|ERR__ERROR_FORMAT_PADDING_1)$|BROTLI/, 'WEIR_BAD_ENCODING'],
 ];
 
-/** A weir code for a raw undici/Node error code. */
+const FETCH_CODES = new Set<string>([...RAW.map(([, c]) => c), 'WEIR_PRIVATE_ADDRESS', 'WEIR_NETWORK', 'WEIR_LATE']);
+
+/** A weir code for a raw undici/Node error code (a weir fetch code stays itself). */
 export function fetchCodeOf(raw: string | undefined): FetchErrorCode {
   if (raw === undefined) return 'WEIR_NETWORK';
-  if (raw.startsWith('WEIR_')) return (RAW.some(([, c]) => c === raw) || raw === 'WEIR_PRIVATE_ADDRESS' || raw === 'WEIR_LATE' ? raw : 'WEIR_NETWORK') as FetchErrorCode;
+  if (FETCH_CODES.has(raw)) return raw as FetchErrorCode;
   return RAW.find(([re]) => re.test(raw))?.[1] ?? 'WEIR_NETWORK';
 }
 

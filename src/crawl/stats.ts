@@ -63,13 +63,11 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
       pausedUntil: q.pausedUntil,
     };
   });
-  const fill = await queue.dedupeFill(arena);
-  const bloom = fill && {
-    bits: fill.bits,
-    hashes: fill.hashes,
-    fill: fill.set / fill.bits,
-    estimatedFalsePositiveRate: estimatedFalsePositiveRate(fill.set / fill.bits, fill.hashes),
-  };
+  let bloom: CrawlStats['bloom'] = null;
+  if (totals.dedupe) {
+    const fill = (await queue.dedupeBitsSet(arena)) / totals.dedupe.bits;
+    bloom = { ...totals.dedupe, fill, estimatedFalsePositiveRate: estimatedFalsePositiveRate(fill, totals.dedupe.hashes) };
+  }
   return {
     arena,
     exists: totals.exists,

@@ -79,11 +79,6 @@ export class CrawlWorker {
     return this.options.logger;
   }
 
-  /** The arena's queue, as this worker sees it (for progress lines). */
-  get arenaQueue(): FairQueue {
-    return this.queue;
-  }
-
   /** This worker's counts so far. */
   summary(): WorkerSummary {
     const t = this.tally.local;

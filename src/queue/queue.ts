@@ -97,11 +97,9 @@ export class FairQueue {
     return Number(await this.run('configureDedupe', arena, [config.bits, config.hashes])) === 1;
   }
 
-  /** The dedupe bitmap's size and how many of its bits are set (BITCOUNT: O(size), for status, not hot paths). */
-  async dedupeFill(arena: string): Promise<{ bits: number; hashes: number; set: number } | null> {
-    const { dedupe } = await this.stats(arena);
-    if (!dedupe) return null;
-    return { ...dedupe, set: await this.client.bitcount(arenaKey(this.prefix, arena, 'dedupe')) };
+  /** How many bits of the arena's dedupe bitmap are set (BITCOUNT: O(size), for status, not hot paths). */
+  async dedupeBitsSet(arena: string): Promise<number> {
+    return this.client.bitcount(arenaKey(this.prefix, arena, 'dedupe'));
   }
 
   /**

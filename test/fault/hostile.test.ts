@@ -15,7 +15,8 @@ import { JsonlWriter, type PageRecord } from '../../src/crawl/output.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 import { html } from '../helpers/web.js';
-import { judgedGap, startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
+import { startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
+import { judgedGap } from '../helpers/stamps.js';
 import { useCrawlWorld } from '../helpers/world.js';
 
 const GiB = 1024 * 1024 * 1024;

@@ -13,7 +13,7 @@ import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { smallestGap, treeSite } from '../helpers/web.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
-import { judgedGap } from '../helpers/site-process.js';
+import { judgedGap, type Arrival } from '../helpers/stamps.js';
 import { useCrawlWorld } from '../helpers/world.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -81,7 +81,7 @@ describe('workers killed at random', () => {
       await q.close();
     }
     site.send('log');
-    const log = await new Promise<{ path: string; at: number; lag: number }[]>((r) => site.once('message', (m: { log: { path: string; at: number; lag: number }[] }) => r(m.log)));
+    const log = await new Promise<Arrival[]>((r) => site.once('message', (m: { log: Arrival[] }) => r(m.log)));
     site.send('exit');
     const paths = log.map((r) => r.path).filter((p) => p !== '/robots.txt');
     for (let n = 0; n < PAGES; n++) assert.ok(paths.includes(n === 0 ? '/' : `/p/${n}`), `page ${n}`);
@@ -92,8 +92,7 @@ describe('workers killed at random', () => {
     // A gap is short only if it is short even allowing for the site's own
     // stamping lag (the earlier request may have arrived up to its lag before
     // its stamp): the judge's precision, measured by the judge.
-    const stamped = log.map((r) => ({ ...r, site: 'K', userAgent: '' }));
-    const gap = judgedGap(stamped);
+    const gap = judgedGap(log);
     const maxLag = Math.max(...log.map((r) => r.lag));
     t.diagnostic(`smallest gap ${gap.toFixed(1)} ms at 50/s; the site's largest stamping lag ${maxLag.toFixed(1)} ms`);
     assert.ok(gap >= 20 - 5, `the rate held through the kills: smallest gap ${gap} ms`);

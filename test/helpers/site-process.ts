@@ -5,37 +5,16 @@
  * values are bodies (robots.txt as text, the rest as HTML). Protocol over
  * IPC: it sends {port} when listening; send 'log' for [{path, at, lag}],
  * 'exit' to stop. It runs at a raised priority where allowed, and measures
- * its own stamping lag as tree-server.ts does (see judgedGap).
+ * its own stamping lag (stamps.ts).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { setPriority } from 'node:os';
-import type { AddressInfo } from 'node:net';
-import type { RecordedRequest } from './web.js';
+import { arrivalLog, serveOverIpc, type StampedRequest } from './stamps.js';
 
 interface SiteSpec {
   routes: Record<string, string>;
   fallback?: string;
-}
-
-export interface StampedRequest extends RecordedRequest {
-  /** How late this arrival may have been stamped: the site's own stall before it, ms. */
-  lag: number;
-}
-
-/**
- * The smallest gap between consecutive arrivals that the site can vouch
- * for: each gap widened by the earlier stamp's lag (that request may have
- * arrived up to `lag` before it was stamped).
- */
-export function judgedGap(reqs: StampedRequest[]): number {
-  const sorted = [...reqs].sort((a, b) => a.at - b.at);
-  let gap = Infinity;
-  for (let i = 1; i < sorted.length; i++) {
-    const [a, b] = [sorted[i - 1], sorted[i]] as [StampedRequest, StampedRequest];
-    gap = Math.min(gap, b.at - a.at + a.lag);
-  }
-  return gap;
 }
 
 export interface SiteProcess {
@@ -75,18 +54,10 @@ export async function startSiteProcess(name: string, spec: SiteSpec): Promise<Si
 // Run as the child: serve the spec.
 if (process.send && process.argv[2]?.startsWith('{')) {
   const spec = JSON.parse(process.argv[2]) as SiteSpec;
-  const log: { path: string; at: number; lag: number }[] = [];
-  // After a stall the timer phase runs before the I/O that waited: the tick before last tells when it began.
-  let lastTick = performance.now();
-  let prevTick = lastTick;
-  setInterval(() => {
-    prevTick = lastTick;
-    lastTick = performance.now();
-  }, 1);
+  const { log, stamp } = arrivalLog();
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
-    const at = performance.now();
-    log.push({ path, at, lag: Math.max(0, at - prevTick - 2) });
+    stamp(path);
     const body = spec.routes[path] ?? spec.fallback;
     if (body === undefined) {
       res.writeHead(404, { 'content-type': 'text/plain' });
@@ -96,9 +67,5 @@ if (process.send && process.argv[2]?.startsWith('{')) {
     res.writeHead(200, { 'content-type': path === '/robots.txt' ? 'text/plain' : 'text/html' });
     res.end(body);
   });
-  server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port }));
-  process.on('message', (m) => {
-    if (m === 'log') process.send?.({ log });
-    if (m === 'exit') server.close(() => process.exit(0));
-  });
+  serveOverIpc(server, log);
 }

@@ -61,8 +61,3 @@ export function timeline(reqs: RecordedRequest[]): { path: string; t: number }[]
   return sorted.map((r) => ({ path: r.path, t: r.at - t0 }));
 }
 
-/** The gaps between consecutive arrivals, ms. */
-export function gaps(reqs: RecordedRequest[]): number[] {
-  const t = timeline(reqs).map((r) => r.t);
-  return t.slice(1).map((x, i) => x - (t[i] ?? 0));
-}
