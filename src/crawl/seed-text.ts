@@ -28,6 +28,8 @@ export function duplicateJsonKey(text: string): string | null {
     if (c === '"') {
       let j = i + 1;
       while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      // An unterminated string: not JSON, and JSON.parse says so with its own message.
+      if (j >= text.length) return null;
       const top = stack.at(-1);
       if (expectKey && top?.keys) {
         const key = JSON.parse(text.slice(i, j + 1)) as string;

@@ -89,6 +89,8 @@ describe('seeds that passed but should not (round two)', () => {
     assert.equal(seedError('{"arena":"a","arena":"b"}').field, 'arena');
     assert.equal(duplicateJsonKey('{"a":[{"x":1},{"x":2}],"b":{"x":"\\"a\\"","y":1}}'), null, 'same key in sibling objects is fine');
     assert.equal(duplicateJsonKey('{"a":{"b":{"c":1,"c":2}}}'), 'a.b.c');
+    for (const broken of ['{"', '{"a', '{"a\\"', '{"a":"b']) assert.equal(duplicateJsonKey(broken), null, broken);
+    assert.equal(seedError('{"').field, '', 'not JSON: the parser\'s message, not a crash');
   });
 
   it('a Bloom filter one bitmap cannot hold is refused with the largest size it can serve', () => {
