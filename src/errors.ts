@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   WEIR_PROTOCOL: 'the server sent something that is not HTTP',
   WEIR_NETWORK: 'another network failure',
   WEIR_LATE: 'a request was not sent: it would have left too late for its rate slot',
+  // Keeping the pages.
+  WEIR_WARC: 'a WARC file could not be created or written',
 } as const;
 
 export type WeirErrorCode = keyof typeof ERROR_CODES;

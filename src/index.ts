@@ -28,6 +28,8 @@ export interface ApiOptions {
   logger?: Logger;
   signal?: AbortSignal;
   leaseMs?: number;
+  /** Keep every request and response in WARC/1.1 files in `dir` (each worker its own files; a new one past `maxBytes`, default 1 GiB). */
+  warc?: { dir: string; maxBytes?: number };
 }
 
 async function open(redis: ApiOptions['redis']): Promise<{ client: Redis; owned: boolean }> {
@@ -47,6 +49,7 @@ function workerOptions(options: ApiOptions) {
     ...(options.onPage ? { onPage: options.onPage } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.warc ? { warc: options.warc } : {}),
   };
 }
 

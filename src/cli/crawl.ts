@@ -13,6 +13,7 @@ export interface CrawlFlags {
   workers: number;
   concurrency: number;
   out?: string;
+  warc?: { dir: string; maxBytes: number };
   /** Extra arguments for each worker process (the log format, say). */
   workerArgs?: string[];
 }
@@ -37,7 +38,7 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
       return EXIT.ok;
     }
     if (flags.out) await new JsonlWriter(flags.out, { truncate: true }).close();
-    const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.workerArgs ?? [])];
+    const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.warc ? ['--warc', flags.warc.dir, '--warc-max-bytes', String(flags.warc.maxBytes)] : []), ...(flags.workerArgs ?? [])];
     // The Redis URL goes by environment, not argv: a password would show in `ps`.
     const children = Array.from({ length: flags.workers }, () =>
       spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {

@@ -16,12 +16,15 @@ import { pickRedis } from './redis.js';
 import { cmdStatus } from './status.js';
 import { leaseMs, nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
 import { cmdWorker } from './worker.js';
+import { WARC_DEFAULTS } from '../crawl/warc-writer.js';
 
 const OPTIONS = {
   redis: { type: 'string' },
   concurrency: { type: 'string' },
   workers: { type: 'string' },
   out: { type: 'string' },
+  warc: { type: 'string' },
+  'warc-max-bytes': { type: 'string' },
   'exit-when-done': { type: 'boolean', default: false },
   'lease-ms': { type: 'string' },
   'metrics-port': { type: 'string' },
@@ -70,6 +73,16 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** --warc DIR [--warc-max-bytes N]. */
+function warcFlag(values: Values): { warc?: { dir: string; maxBytes: number } } {
+  if (values.warc === undefined) {
+    if (values['warc-max-bytes'] !== undefined) throw new UsageError('--warc-max-bytes needs --warc DIR');
+    return {};
+  }
+  if (values.warc.trim() === '') throw new UsageError('--warc needs a directory');
+  return { warc: { dir: values.warc, maxBytes: positiveInt('warc-max-bytes', values['warc-max-bytes'], WARC_DEFAULTS.maxBytes) } };
+}
+
 const KNOWN = new Set(['kickoff', 'worker', 'crawl', 'status', 'dead', 'hold', 'unhold', 'clear']);
 
 function dispatch(command: string, ctx: CommandContext, values: Values, domainArg: string | undefined): Promise<number> {
@@ -83,6 +96,7 @@ function dispatch(command: string, ctx: CommandContext, values: Values, domainAr
         redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
         ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port']) } : {}),
         ...(values.out ? { out: values.out } : {}),
+        ...warcFlag(values),
         exitWhenDone: values['exit-when-done'],
       });
     case 'crawl':
@@ -90,6 +104,7 @@ function dispatch(command: string, ctx: CommandContext, values: Values, domainAr
         workers: positiveInt('workers', values.workers, availableParallelism()),
         concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
         ...(values.out ? { out: values.out } : {}),
+        ...warcFlag(values),
         ...(values['log-format'] ? { workerArgs: ['--log-format', values['log-format']] } : {}),
       });
     case 'status':

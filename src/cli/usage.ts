@@ -6,8 +6,8 @@ export const USAGE = `weir — a polite, horizontally scalable web crawler
 usage:
   weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
-  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--exit-when-done] [--metrics-port P] [--redis-wait S]
-  weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl]
+  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P] [--redis-wait S]
+  weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
   weir status SEED [--json] [--watch]
   weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
   weir hold SEED [DOMAIN]                stop dequeuing (one domain, or the arena); leases out are kept
@@ -21,6 +21,9 @@ options:
   --concurrency N    fetches in flight in one worker (default ${WORKER_DEFAULTS.concurrency})
   --workers N        worker processes for crawl (default: CPU cores)
   --out FILE         one JSON line per URL (crawl truncates it, worker appends)
+  --warc DIR         keep every request and response in WARC/1.1 files in DIR, one set per worker
+                     process (<arena>-<UTC time>-<pid>-<seq>.warc.gz)
+  --warc-max-bytes N start a new WARC file once one passes N bytes (default 1 GiB)
   --exit-when-done   exit when the arena is drained or maxPages is reached
   --redis-wait S     a worker started while Redis is unreachable retries for S seconds
                      (capped backoff, each try logged) before exiting 3 (default 60)

@@ -17,6 +17,7 @@ export interface WorkerFlags {
   leaseMs: number;
   metricsPort?: number;
   redisWaitMs: number;
+  warc?: { dir: string; maxBytes: number };
 }
 
 /** `weir worker SEED`: one worker process, until drained (--exit-when-done), maxPages or a signal. */
@@ -44,6 +45,7 @@ export async function cmdWorker({ seed: local, url, log }: CommandContext, flags
       concurrency: flags.concurrency,
       leaseMs: flags.leaseMs,
       exitWhenDone: flags.exitWhenDone,
+      ...(flags.warc ? { warc: flags.warc } : {}),
       logger: log,
       signal: sig.signal,
     });

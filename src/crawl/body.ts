@@ -49,19 +49,23 @@ export function destroyStages(stages: Readable[]): void {
   }
 }
 
-/** Reads a (decoded) body up to `maxBytes`, counted as it streams: the rest is never read. */
-export async function readCapped(stream: Readable, maxBytes: number): Promise<{ body: Buffer; bytes: number; truncated: boolean }> {
+/**
+ * Reads a body up to `maxBytes`, counted as it streams: the rest is never
+ * read. `keep` false reads without keeping (the bytes went elsewhere, to a
+ * WARC record): the body returned is then empty.
+ */
+export async function readCapped(stream: Readable, maxBytes: number, keep = true): Promise<{ body: Buffer; bytes: number; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of stream) {
     const buf = chunk as Buffer;
     const room = maxBytes - bytes;
     if (buf.length > room) {
-      if (room > 0) chunks.push(buf.subarray(0, room));
+      if (room > 0 && keep) chunks.push(buf.subarray(0, room));
       return { body: Buffer.concat(chunks), bytes: bytes + Math.max(0, room), truncated: true };
     }
     bytes += buf.length;
-    chunks.push(buf);
+    if (keep) chunks.push(buf);
   }
   return { body: Buffer.concat(chunks), bytes, truncated: false };
 }

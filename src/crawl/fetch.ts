@@ -2,6 +2,8 @@ import { subscribe } from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { decodeStages, destroyStages, readCapped } from './body.js';
+import { ExchangeCapture } from './warc-capture.js';
+import type { Truncation, WarcLocation, WarcWriter } from './warc-writer.js';
 import { WarmConnector } from './connector.js';
 import { FetchError } from './fetch-error.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressError, type LookupFunction } from './netguard.js';
@@ -19,6 +21,17 @@ export interface FetcherOptions {
   connectionsPerOrigin?: number;
   /** Injectable DNS for tests. */
   lookup?: LookupFunction;
+  /** Every exchange (request as sent, response as received) goes into these WARC files. */
+  archive?: WarcWriter | undefined;
+}
+
+export interface FetchOptions {
+  /** Decides from the response whether the body is read and decoded (with an archive, every body is read for the record). */
+  wantBody: (contentType: string | null, status: number) => boolean;
+  signal?: AbortSignal | undefined;
+  gate?: SendGate | undefined;
+  /** Most (decoded) body bytes read, when not the fetcher's maxBodyBytes. */
+  maxBytes?: number | undefined;
 }
 
 export interface FetchResult {
@@ -33,6 +46,8 @@ export interface FetchResult {
   /** The body was cut at maxBodyBytes. */
   truncated: boolean;
   elapsedMs: number;
+  /** Where its response record starts, when archiving. */
+  warc: WarcLocation | null;
 }
 
 const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
@@ -48,15 +63,38 @@ const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
 export type SendGate = (at: number) => boolean;
 const sendGates = new Map<string, SendGate>();
 const stoppedLate = new Set<string>();
+/**
+ * Exchanges being archived, by the key a request is known by until undici
+ * creates it (origin + path), then by undici's request object.
+ */
+const pendingCaptures = new Map<string, ExchangeCapture>();
+const captures = new WeakMap<object, ExchangeCapture>();
+const requestKey = (r: { origin?: string | URL; path?: string }): string => `${String(r.origin ?? '').replace(/\/$/, '')}${r.path ?? ''}`;
+subscribe('undici:request:create', (message) => {
+  const { request: r } = message as { request: { origin?: string | URL; path?: string } };
+  const key = requestKey(r);
+  const capture = pendingCaptures.get(key);
+  if (!capture) return;
+  pendingCaptures.delete(key);
+  captures.set(r, capture);
+});
 subscribe('undici:client:sendHeaders', (message) => {
-  const { request: r, socket } = message as { request: { origin?: string | URL; path?: string }; socket: { destroy(err?: Error): void } };
-  const key = `${String(r.origin ?? '').replace(/\/$/, '')}${r.path ?? ''}`;
+  const { request: r, headers, socket } = message as { request: { origin?: string | URL; path?: string }; headers: string; socket: { destroy(err?: Error): void; remoteAddress?: string } };
+  const key = requestKey(r);
   const gate = sendGates.get(key);
-  if (!gate) return;
-  sendGates.delete(key);
-  if (gate(performance.now())) return;
-  stoppedLate.add(key);
-  socket.destroy(new Error('not sent: too late for its rate slot'));
+  if (gate) {
+    sendGates.delete(key);
+    if (!gate(performance.now())) {
+      stoppedLate.add(key);
+      socket.destroy(new Error('not sent: too late for its rate slot'));
+      return;
+    }
+  }
+  captures.get(r)?.onSent(headers, socket.remoteAddress ?? null);
+});
+subscribe('undici:request:headers', (message) => {
+  const { request: r, response } = message as { request: object; response: { statusCode: number; statusText: string; headers: Buffer[] } };
+  captures.get(r)?.onResponse(response.statusCode, response.statusText, response.headers);
 });
 
 /** How long past its deadline a request may stay unsettled before it is abandoned. */
@@ -131,36 +169,49 @@ export class Fetcher {
     }
   }
 
-  /** Fetches `url`; `wantBody(contentType, status)` decides whether the body is read. */
-  async fetch(url: string, wantBody: (contentType: string | null, status: number) => boolean, outer?: AbortSignal, gate?: SendGate): Promise<FetchResult> {
+  /**
+   * Fetches `url`; `wantBody(contentType, status)` decides whether the body
+   * is read and decoded. With an archive, the exchange is recorded as it
+   * happens (every body read, raw, up to the limit) and its record written
+   * before this resolves, also when the fetch fails after the request went.
+   */
+  async fetch(url: string, opts: FetchOptions): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     const u = new URL(url);
     this.checkLiteral(u, elapsed());
     const sentKey = `${u.origin}${u.pathname}${u.search}`;
+    const { gate } = opts;
     if (gate) sendGates.set(sentKey, gate);
+    const capture = this.options.archive ? new ExchangeCapture(url, this.options.archive) : null;
+    if (capture) pendingCaptures.set(sentKey, capture);
     this.connector.begin(u);
     const abandon = new AbortController();
-    const signal = outer ? AbortSignal.any([outer, abandon.signal]) : abandon.signal;
+    const signal = opts.signal ? AbortSignal.any([opts.signal, abandon.signal]) : abandon.signal;
     try {
-      return await watchdog(this.get(url, wantBody, started, signal), this.options.timeoutMs + WATCHDOG_GRACE_MS, () => {
+      const res = await watchdog(this.get(url, opts, started, signal, capture), this.options.timeoutMs + WATCHDOG_GRACE_MS, () => {
         abandon.abort();
         return new FetchError('WEIR_TIMEOUT', 'abandoned: the HTTP client did not settle within the request deadline', elapsed());
       });
+      return { ...res, warc: capture ? await capture.finish(res.truncated ? 'length' : null) : null };
     } catch (err) {
       if (stoppedLate.delete(sentKey)) throw new FetchError('WEIR_LATE', 'not sent: it would have left too late for its rate slot', elapsed(), { cause: err });
+      // What was sent and received is recorded, cut where it stopped; the fetch's own error is the one reported.
+      if (capture) await capture.finish(truncationOf(err)).catch(() => undefined);
       throw err;
     } finally {
       if (gate && sendGates.get(sentKey) === gate) sendGates.delete(sentKey);
+      if (capture && pendingCaptures.get(sentKey) === capture) pendingCaptures.delete(sentKey);
       stoppedLate.delete(sentKey);
       this.connector.end(u);
     }
   }
 
-  private async get(url: string, wantBody: (contentType: string | null, status: number) => boolean, started: number, outer?: AbortSignal): Promise<FetchResult> {
+  private async get(url: string, opts: FetchOptions, started: number, outer?: AbortSignal, capture?: ExchangeCapture | null): Promise<Omit<FetchResult, 'warc'>> {
     const elapsed = (): number => Math.round(performance.now() - started);
     const deadline = AbortSignal.timeout(this.options.timeoutMs);
     const signal = outer ? AbortSignal.any([deadline, outer]) : deadline;
+    const maxBytes = opts.maxBytes ?? this.options.maxBodyBytes;
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
@@ -175,21 +226,32 @@ export class Fetcher {
     const headers = res.headers as Record<string, string | string[] | undefined>;
     const ctHeader = headers['content-type'];
     const contentType = (Array.isArray(ctHeader) ? ctHeader[0] : ctHeader) ?? null;
-    if (!wantBody(contentType, res.statusCode)) {
-      res.body.on('error', () => undefined);
-      res.body.destroy();
-      const len = Number(headers['content-length']);
-      return { url, status: res.statusCode, headers, contentType, body: null, bytes: Number.isFinite(len) ? len : 0, truncated: false, elapsedMs: elapsed() };
+    const raw = capture ? capture.tap(res.body) : res.body;
+    const result = { url, status: res.statusCode, headers, contentType };
+    if (!opts.wantBody(contentType, res.statusCode)) {
+      try {
+        if (!capture) {
+          const len = Number(headers['content-length']);
+          return { ...result, body: null, bytes: Number.isFinite(len) ? len : 0, truncated: false, elapsedMs: elapsed() };
+        }
+        // Archived: read (not kept) up to the limit, for the record.
+        const read = await readCapped(raw, maxBytes, false);
+        return { ...result, body: null, bytes: read.bytes, truncated: read.truncated, elapsedMs: elapsed() };
+      } catch (err) {
+        throw FetchError.from(err, elapsed(), deadline.aborted);
+      } finally {
+        destroyStages([res.body, raw]);
+      }
     }
-    const body = decodeStages(res.body, headers['content-encoding']);
+    const body = decodeStages(raw, headers['content-encoding']);
     try {
       if (!body.stream) throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${body.unsupported}`, elapsed());
-      const read = await readCapped(body.stream, this.options.maxBodyBytes);
-      return { url, status: res.statusCode, headers, contentType, ...read, elapsedMs: elapsed() };
+      const read = await readCapped(body.stream, maxBytes);
+      return { ...result, ...read, elapsedMs: elapsed() };
     } catch (err) {
       throw FetchError.from(err, elapsed(), deadline.aborted);
     } finally {
-      destroyStages(body.stages);
+      destroyStages([res.body, ...body.stages]);
     }
   }
 
@@ -206,7 +268,7 @@ export class Fetcher {
     const { port } = server.address() as { port: number };
     try {
       // Through this fetcher's own agent and code path (an IP literal: no lookup, so no guard to pass).
-      for (let i = 0; i < 3; i++) await this.get(`http://127.0.0.1:${port}/`, () => true, performance.now());
+      for (let i = 0; i < 3; i++) await this.get(`http://127.0.0.1:${port}/`, { wantBody: () => true }, performance.now());
     } catch {
       // warming only
     } finally {
@@ -219,6 +281,11 @@ export class Fetcher {
     this.connector.close();
     await this.agent.destroy();
   }
+}
+
+/** Why a failed fetch's body stopped: its deadline, or the connection. */
+function truncationOf(err: unknown): Truncation {
+  return err instanceof FetchError && err.code === 'WEIR_TIMEOUT' ? 'time' : 'disconnect';
 }
 
 /** Is this content type one weir parses for links? */

@@ -1,5 +1,6 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
+import type { WarcLocation } from './warc-writer.js';
 
 /** One line of the crawl's output (--out FILE.jsonl), one per URL finished. */
 export interface PageRecord {
@@ -23,6 +24,8 @@ export interface PageRecord {
   redirect: string | null;
   attempt: number;
   error: string | null;
+  /** Where the response's WARC record starts, when the crawl keeps WARC files. */
+  warc?: WarcLocation | null;
 }
 
 /** Appends JSON lines; shared by many processes safely (O_APPEND, whole lines per write). */

@@ -54,7 +54,7 @@ export class RobotsFetcher {
     for (let hop = 0; hop <= ROBOTS.maxRedirects; hop++) {
       let res: FetchResult;
       try {
-        res = await this.deps.fetcher.fetch(url, () => true, signal, hop === 0 ? gate : undefined);
+        res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate: hop === 0 ? gate : undefined });
       } catch (err) {
         const e = FetchError.from(err, 0);
         // Not sent (too late for its slot, or stopped): nothing was learnt; the caller hands its lease back.

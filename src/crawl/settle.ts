@@ -30,6 +30,8 @@ export class Settler {
       out?: JsonlWriter | undefined;
       metrics?: CrawlMetrics | undefined;
       log?: Logger | undefined;
+      /** Every output line then says where its WARC record is (null when nothing was fetched). */
+      archiving?: boolean;
     },
   ) {}
 
@@ -124,6 +126,7 @@ export class Settler {
       redirect: rec.redirect ?? null,
       attempt: lease.attempt,
       error: rec.error ?? null,
+      ...(this.deps.archiving ? { warc: rec.warc ?? null } : {}),
     });
   }
 }

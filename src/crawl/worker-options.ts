@@ -46,6 +46,8 @@ export interface WorkerOptions {
   pacingFloorMs?: number;
   /** Prometheus metrics to keep (see CrawlMetrics). */
   metrics?: CrawlMetrics;
+  /** Keep every exchange in WARC files in `dir` (this process's own files, a new one past `maxBytes`, default 1 GiB). */
+  warc?: { dir: string; maxBytes?: number };
 }
 
 export interface WorkerSummary {

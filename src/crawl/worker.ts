@@ -17,8 +17,10 @@ import { RobotsFetcher } from './robots-fetch.js';
 import { RobotsGate } from './robots-gate.js';
 import { Scope } from './scope.js';
 import type { Seed } from './seed.js';
+import type { PageRecord } from './output.js';
 import { Settler, type LeaseContext } from './settle.js';
 import { Tally } from './tally.js';
+import { WarcWriter } from './warc-writer.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
 export { WORKER_DEFAULTS };
@@ -42,6 +44,7 @@ export class CrawlWorker {
   private readonly robots: RobotsFetcher;
   private readonly links: LinkFollower;
   private readonly settler: Settler;
+  private readonly archive: WarcWriter | undefined;
   private readonly stop = new AbortController();
   private readonly fetchAbort = new AbortController();
   private exitReason: WorkerSummary['exitReason'] = 'stopped';
@@ -56,7 +59,9 @@ export class CrawlWorker {
     this.keys = crawlKeys(seed.arena, this.queue);
     this.tally = new Tally(options.metrics);
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
+    this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
     this.fetcher = new Fetcher({
+      archive: this.archive,
       userAgent: seed.userAgent,
       timeoutMs: seed.requestTimeoutMs,
       maxBodyBytes: seed.maxBodyBytes,
@@ -69,7 +74,7 @@ export class CrawlWorker {
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     this.robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     this.links = new LinkFollower(this.queue, seed, scope, options.onPage);
-    this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log });
+    this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
     options.signal?.addEventListener('abort', () => this.halt('stopped'), { once: true });
@@ -126,6 +131,7 @@ export class CrawlWorker {
       await flush();
       await this.queue.close();
       await this.fetcher.close();
+      await this.archive?.close();
     }
     return this.summary();
   }
@@ -246,7 +252,7 @@ export class CrawlWorker {
     let res: FetchResult;
     try {
       const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-      res = await this.fetcher.fetch(item.u, wantBody, this.fetchAbort.signal, this.pacer.gate(lease, plannedAt));
+      res = await this.fetcher.fetch(item.u, { wantBody, signal: this.fetchAbort.signal, gate: this.pacer.gate(lease, plannedAt) });
     } catch (err) {
       // Not sent: stopping, or too late for its slot (counted by the pacer).
       if (this.fetchAbort.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
@@ -255,7 +261,7 @@ export class CrawlWorker {
     }
     this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
     this.tally.add(lease.queue, 'bytes', res.bytes);
-    const rec = { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs };
+    const rec = { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, warc: res.warc };
     switch (classifyResponse(res)) {
       case 'redirect': {
         const r = await this.links.redirect(item, res);
@@ -274,7 +280,7 @@ export class CrawlWorker {
   }
 
   /** A final response: its links followed when it is HTML. */
-  private async page(item: CrawlItem, res: FetchResult, rec: { status: number; contentType: string | null; bytes: number; elapsedMs: number }): Promise<Outcome> {
+  private async page(item: CrawlItem, res: FetchResult, rec: Partial<PageRecord>): Promise<Outcome> {
     const tallies: Outcome['tallies'] = [['pages', 1], [`${Math.floor(res.status / 100)}xx` as '2xx', 1]];
     let record = { ...rec, error: res.truncated ? `body over ${this.seed.maxBodyBytes} bytes: truncated` : null } as Parameters<typeof commit>[0];
     if (res.status >= 200 && res.status < 300 && res.body) {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { constants, createBrotliCompress, createGzip, gzipSync } from 'node:zlib';
@@ -17,6 +17,7 @@ import { CrawlWorker } from '../../src/crawl/worker.js';
 import { html } from '../helpers/web.js';
 import { startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
 import { judgedGap } from '../helpers/stamps.js';
+import { readWarcFile } from '../helpers/warc-reader.js';
 import { useCrawlWorld } from '../helpers/world.js';
 
 const GiB = 1024 * 1024 * 1024;
@@ -169,7 +170,8 @@ describe('hostile servers', () => {
     };
     await kickoff(world.redis, validateSeed(seed));
     const out = join(world.dir, 'hostile.jsonl');
-    const r = await runWorker({ redisUrl: world.server.url, seed, concurrency: 8, retryBaseMs: 20, out });
+    // With WARC output on: every body the worker reads also goes to its record.
+    const r = await runWorker({ redisUrl: world.server.url, seed, concurrency: 8, retryBaseMs: 20, out, warc: { dir: join(world.dir, 'warc') } });
     peakRss = r.peakRss;
     records = (await readFile(out, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as PageRecord);
   });
@@ -220,6 +222,28 @@ describe('hostile servers', () => {
   it('records a wrong content type without parsing it', () => {
     assert.equal(rec('/wrong-type')?.contentType, 'image/jpeg');
     assert.equal(world.web.fetched('H', '/never-parsed'), 0);
+  });
+
+  it('keeps each hostile exchange in the WARC files, cut where the fetch was cut', async () => {
+    const dir = join(world.dir, 'warc');
+    const responses = new Map<string, string[]>();
+    const requests = new Map<string, number>();
+    for (const f of await readdir(dir)) {
+      const w = await readWarcFile(join(dir, f));
+      assert.equal(w.tornAt, null, `${f} readable to its end`);
+      for (const r of w.records) {
+        const path = r.header('WARC-Target-URI') ? new URL(r.header('WARC-Target-URI') as string).pathname : '';
+        if (r.header('WARC-Type') === 'request') requests.set(path, (requests.get(path) ?? 0) + 1);
+        if (r.header('WARC-Type') === 'response') responses.set(path, [...(responses.get(path) ?? []), r.header('WARC-Truncated') ?? 'complete']);
+      }
+    }
+    for (const p of ['/endless', '/gzip-gzip-bomb', '/brotli-bomb', '/links']) assert.deepEqual(responses.get(p), ['length'], p);
+    // Each try cut at the deadline.
+    assert.deepEqual(responses.get('/trickle'), Array(world.web.fetched('H', '/trickle')).fill('time'));
+    assert.deepEqual(responses.get('/cp1251'), ['complete']);
+    // Sent five times, never answered: five requests, no response.
+    assert.equal(requests.get('/reset'), 5);
+    assert.equal(responses.get('/reset'), undefined);
   });
 
   it('keeps the worker\'s peak RSS bounded', (t) => {

@@ -1,0 +1,102 @@
+import { Transform, type Readable } from 'node:stream';
+import type { Truncation, WarcLocation, WarcWriter } from './warc-writer.js';
+
+/** Chunks handed from the socket to the WARC serializer as they arrive. */
+class ChunkChannel implements AsyncIterable<Uint8Array> {
+  private readonly chunks: Uint8Array[] = [];
+  private ended = false;
+  private wake: (() => void) | null = null;
+
+  push(chunk: Uint8Array): void {
+    if (this.ended) return;
+    this.chunks.push(chunk);
+    this.wake?.();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Uint8Array> {
+    for (;;) {
+      const next = this.chunks.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.ended) return;
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = null;
+    }
+  }
+}
+
+/** undici's raw header list (name, value, name, value…) as pairs, bytes kept (latin1). */
+function headerPairs(raw: Buffer[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([(raw[i] as Buffer).toString('latin1'), (raw[i + 1] as Buffer).toString('latin1')]);
+  return pairs;
+}
+
+/**
+ * One HTTP exchange on its way into a WARC file: what undici wrote (its
+ * header block and the peer's address), the status line and headers it
+ * read, and the body as received (before content-decoding), chunk by chunk.
+ * `finish` ends it, with why the body was cut if it was, and resolves where
+ * its response record starts. A request never sent leaves no record.
+ */
+export class ExchangeCapture {
+  private sent: { head: string; ip: string | null; at: Date } | null = null;
+  private body: ChunkChannel | null = null;
+  private written: Promise<WarcLocation> | null = null;
+  private cut: Truncation | null = null;
+  /** Raw body bytes seen. */
+  rawBytes = 0;
+
+  constructor(
+    readonly url: string,
+    private readonly writer: WarcWriter,
+  ) {}
+
+  onSent(head: string, ip: string | null): void {
+    this.sent = { head, ip, at: new Date() };
+  }
+
+  onResponse(statusCode: number, statusText: string, rawHeaders: Buffer[]): void {
+    if (!this.sent || this.body) return;
+    this.body = new ChunkChannel();
+    this.written = this.writer.writeExchange(
+      { url: this.url, ...this.sent },
+      { statusLine: `HTTP/1.1 ${statusCode} ${statusText}`.trimEnd(), headers: headerPairs(rawHeaders), body: this.body, truncated: () => this.cut },
+    );
+    // Awaited by finish(); until then a failure must not be an unhandled rejection.
+    this.written.catch(() => undefined);
+  }
+
+  chunk(chunk: Buffer): void {
+    this.rawBytes += chunk.length;
+    this.body?.push(chunk);
+  }
+
+  /** A pass-through that hands every raw body chunk to this capture. */
+  tap(body: Readable): Readable {
+    const tap = new Transform({
+      transform: (chunk: Buffer, _enc, done) => {
+        this.chunk(chunk);
+        done(null, chunk);
+      },
+    });
+    body.on('error', (e) => tap.destroy(e));
+    return body.pipe(tap);
+  }
+
+  /** Ends the exchange; null when nothing was sent. */
+  async finish(cut: Truncation | null): Promise<WarcLocation | null> {
+    if (!this.sent) return null;
+    if (!this.body || !this.written) return this.writer.writeExchange({ url: this.url, ...this.sent }, null);
+    this.cut = cut;
+    this.body.end();
+    return this.written;
+  }
+}
