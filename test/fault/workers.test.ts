@@ -4,14 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readdir, writeFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FairQueue } from '../../src/queue/index.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
-import { smallestGap, treeSite } from '../helpers/web.js';
+import { html, smallestGap, treeSite } from '../helpers/web.js';
+import { httpMessage, readWarcFile, sha1Base32 } from '../helpers/warc-reader.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
 import { judgedGap, type Arrival } from '../helpers/stamps.js';
 import { useCrawlWorld } from '../helpers/world.js';
@@ -26,6 +28,61 @@ const world = useCrawlWorld('workers', async () => {
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
 
 describe('workers killed at random', () => {
+  it('WARC: workers SIGKILLed mid-write leave every earlier record readable, and each URL complete in some file', async (t) => {
+    const BODY = 4 * 1024 * 1024;
+    const N = 24;
+    const digests = new Map<string, string>();
+    const site = await world.web.site('W', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html(Array.from({ length: N }, (_, i) => `<a href="/f/${i}">${i}</a>`).join('')) }, (req, res) => {
+      // Big incompressible bodies: writing each record takes long enough to be caught mid-write.
+      const body = randomBytes(BODY);
+      digests.set(`${req.url}#${digests.size}`, sha1Base32(body));
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(body);
+    });
+    const dir = join(world.dir, 'warc-kill');
+    const seedPath = join(world.dir, 'warc-kill.yaml');
+    await writeFile(seedPath, `arena: warckill\nrateLimits:\n  "${site.key}": unlimited\nstart: ["${site.origin}/"]\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 2\nmaxBodyBytes: ${BODY * 2}\n`);
+    const start = (): ChildProcess =>
+      spawn(process.execPath, [cliBundle(), 'worker', seedPath, '--redis', world.server.url, '--exit-when-done', '--lease-ms', '1000', '--concurrency', '2', '--warc', dir], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
+    await kickoff(world.redis, validateSeed({ arena: 'warckill', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], allowPrivateNetworks: true, maxInFlightPerDomain: 2, maxBodyBytes: BODY * 2 }));
+    let workers = [start(), start()];
+    const q = new FairQueue(world.redis);
+    let kills = 0;
+    try {
+      const deadline = Date.now() + 90_000;
+      while (!(await q.stats('warckill')).drained && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 150 + Math.random() * 300));
+        const victim = workers[Math.floor(Math.random() * workers.length)] as ChildProcess;
+        if (victim.exitCode === null && kills < 12) {
+          victim.kill('SIGKILL');
+          kills++;
+          workers = [...workers.filter((w) => w !== victim), start()];
+        }
+      }
+      await Promise.all(workers.map(exited));
+      assert.ok((await q.stats('warckill')).drained, 'the crawl finished');
+    } finally {
+      for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+      await q.close();
+    }
+    let torn = 0;
+    const complete = new Set<string>();
+    const sentDigests = new Set(digests.values());
+    for (const f of await readdir(dir)) {
+      const r = await readWarcFile(join(dir, f));
+      if (r.tornAt !== null) torn++;
+      // Everything before the tear reads as whole records.
+      for (const rec of r.records) {
+        if (rec.header('WARC-Type') !== 'response' || rec.header('WARC-Truncated')) continue;
+        const payload = httpMessage(rec.block).payload;
+        assert.equal(rec.header('WARC-Payload-Digest'), sha1Base32(payload));
+        if (sentDigests.has(sha1Base32(payload))) complete.add(new URL(rec.header('WARC-Target-URI') as string).pathname);
+      }
+    }
+    t.diagnostic(`${kills} kills, ${torn} files torn at their end, ${complete.size} of ${N} bodies complete in some file`);
+    for (let i = 0; i < N; i++) assert.ok(complete.has(`/f/${i}`), `/f/${i} complete in some file`);
+  });
+
   it('4 worker processes, one SIGKILLed every second and replaced: the crawl completes; re-fetches only for leases in flight at a kill', async (t) => {
     // The site runs in its own process: this one spawns and kills workers, which would delay its clock.
     const site = fork(join(ROOT, 'test/helpers/tree-server.ts'), [String(PAGES)], { execArgv: ['--import', 'tsx'], stdio: 'ignore' });
