@@ -52,20 +52,25 @@ export function destroyStages(stages: Readable[]): void {
 /**
  * Reads a body up to `maxBytes`, counted as it streams: the rest is never
  * read. `keep` false reads without keeping (the bytes went elsewhere, to a
- * WARC record): the body returned is then empty.
+ * WARC record); a function is handed each chunk instead of it being kept,
+ * and stops the reading by returning false. The body returned is then empty.
  */
-export async function readCapped(stream: Readable, maxBytes: number, keep = true): Promise<{ body: Buffer; bytes: number; truncated: boolean }> {
+export async function readCapped(stream: Readable, maxBytes: number, keep: boolean | ((chunk: Buffer) => boolean) = true): Promise<{ body: Buffer; bytes: number; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let bytes = 0;
+  const take = (buf: Buffer): boolean => {
+    if (keep === true) chunks.push(buf);
+    return typeof keep === 'function' ? keep(buf) : true;
+  };
   for await (const chunk of stream) {
     const buf = chunk as Buffer;
     const room = maxBytes - bytes;
     if (buf.length > room) {
-      if (room > 0 && keep) chunks.push(buf.subarray(0, room));
+      if (room > 0) take(buf.subarray(0, room));
       return { body: Buffer.concat(chunks), bytes: bytes + Math.max(0, room), truncated: true };
     }
     bytes += buf.length;
-    if (keep) chunks.push(buf);
+    if (!take(buf)) return { body: Buffer.concat(chunks), bytes, truncated: true };
   }
   return { body: Buffer.concat(chunks), bytes, truncated: false };
 }

@@ -32,6 +32,8 @@ export interface FetchOptions {
   gate?: SendGate | undefined;
   /** Most (decoded) body bytes read, when not the fetcher's maxBodyBytes. */
   maxBytes?: number | undefined;
+  /** Takes a wanted body chunk by chunk instead of it being kept (returns false to stop reading); `body` is then empty. */
+  sink?: ((chunk: Buffer) => boolean) | undefined;
 }
 
 export interface FetchResult {
@@ -246,7 +248,7 @@ export class Fetcher {
     const body = decodeStages(raw, headers['content-encoding']);
     try {
       if (!body.stream) throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${body.unsupported}`, elapsed());
-      const read = await readCapped(body.stream, maxBytes);
+      const read = await readCapped(body.stream, maxBytes, opts.sink ?? true);
       return { ...result, ...read, elapsedMs: elapsed() };
     } catch (err) {
       throw FetchError.from(err, elapsed(), deadline.aborted);

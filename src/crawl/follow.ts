@@ -7,7 +7,14 @@ import { normalizeToUrl, normalizeUrl } from './normalize.js';
 import type { Tallies } from './tally.js';
 import type { Scope } from './scope.js';
 import type { Seed } from './seed.js';
+import { SITEMAP_LIMITS, type SitemapEntry } from './sitemap.js';
 import type { OnPage } from './worker-options.js';
+
+function push<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
 
 export interface FollowedPage {
   links: number;
@@ -96,10 +103,52 @@ export class LinkFollower {
     const target = loc === undefined ? null : normalizeUrl(loc, item.u);
     if (!target) return { target, error: 'redirect to a malformed or non-http URL', tallies: [['malformed', 1]] };
     if (item.h + 1 > this.seed.maxRedirects) return { target, error: `more than ${this.seed.maxRedirects} redirects`, tallies: [] };
-    const d = this.scope.decide(target);
+    // A sitemap's redirect leads to a sitemap: only its domain is in question (include/exclude are for pages).
+    const sitemapDomain = item.k === 's' ? this.scope.domainOf(target) : null;
+    const d = item.k === 's' ? (sitemapDomain ? { ok: true as const, domain: sitemapDomain } : { ok: false as const, reason: 'out-of-scope' }) : this.scope.decide(target);
     if (!d.ok) return { target, error: `redirect target ${d.reason}`, tallies: [] };
-    const n = await this.enqueue(d.domain, [{ u: target, d: item.d, r: item.u, h: item.h + 1 }]);
+    const { k, n: level, m } = item;
+    const n = await this.enqueue(d.domain, [{ u: target, d: item.d, r: item.u, h: item.h + 1, ...(k ? { k, n: level ?? 0 } : {}), ...(m ? { m } : {}) }]);
     return { target, error: null, tallies: [['enqueued', n]] };
+  }
+
+  /**
+   * Sitemaps to read (listed by robots.txt, the seed, or an index file at
+   * `level` - 1): each inside a crawl domain (include/exclude are for pages),
+   * queued like any URL (so a sitemap listed twice, or an index listing
+   * itself, is read once). Those past the nesting limit are not queued.
+   */
+  async sitemaps(locs: string[], base: string, level: number, referrer: string | null): Promise<{ enqueued: number; ignored: number }> {
+    if (level > SITEMAP_LIMITS.maxNesting) return { enqueued: 0, ignored: locs.length };
+    const byDomain = new Map<string, CrawlItem[]>();
+    let ignored = 0;
+    for (const loc of locs) {
+      const u = normalizeUrl(loc, base);
+      const domain = u ? this.scope.domainOf(u) : null;
+      if (!u || !domain) {
+        ignored++;
+        continue;
+      }
+      push(byDomain, domain, { u, d: 0, r: referrer, h: 0, k: 's', n: level });
+    }
+    const counts = await Promise.all([...byDomain].map(([domain, items]) => this.enqueue(domain, items)));
+    return { enqueued: counts.reduce((a, b) => a + b, 0), ignored };
+  }
+
+  /** A sitemap's page URLs: at depth 0, like start URLs, but through scope, include/exclude and dedupe; each keeps its lastmod. */
+  async sitemapPages(sitemap: CrawlItem, entries: SitemapEntry[]): Promise<{ inScope: number; enqueued: number }> {
+    const byDomain = new Map<string, CrawlItem[]>();
+    const seen = new Set<string>();
+    for (const e of entries) {
+      const u = normalizeUrl(e.loc, sitemap.u);
+      if (!u || seen.has(u)) continue;
+      seen.add(u);
+      const d = this.scope.decide(u);
+      if (!d.ok) continue;
+      push(byDomain, d.domain, { u, d: 0, r: sitemap.u, h: 0, ...(e.lastmod ? { m: e.lastmod } : {}) });
+    }
+    const counts = await Promise.all([...byDomain].map(([domain, items]) => this.enqueue(domain, items)));
+    return { inScope: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };
   }
 
   private enqueue(domain: string, items: CrawlItem[]): Promise<number> {

@@ -52,6 +52,12 @@ export interface CrawlItem {
   h: number;
   /** Times a server has asked to slow down (429/503 Retry-After) for this URL; absent = 0. */
   p?: number;
+  /** 's': a sitemap to read, not a page; absent for pages. */
+  k?: 's';
+  /** A sitemap's nesting: 0 when listed by robots.txt or the seed, +1 per index file above it. */
+  n?: number;
+  /** A page's lastmod, as the sitemap that listed it gave it. */
+  m?: string;
 }
 
 export function encodeItem(item: CrawlItem): string {
@@ -63,7 +69,15 @@ export function decodeItem(text: string): CrawlItem | null {
   try {
     const v = JSON.parse(text) as Partial<CrawlItem>;
     if (typeof v.u !== 'string' || typeof v.d !== 'number' || typeof v.h !== 'number') return null;
-    return { u: v.u, d: v.d, r: typeof v.r === 'string' ? v.r : null, h: v.h, ...(typeof v.p === 'number' && v.p > 0 ? { p: v.p } : {}) };
+    return {
+      u: v.u,
+      d: v.d,
+      r: typeof v.r === 'string' ? v.r : null,
+      h: v.h,
+      ...(typeof v.p === 'number' && v.p > 0 ? { p: v.p } : {}),
+      ...(v.k === 's' ? { k: 's' as const, n: typeof v.n === 'number' ? v.n : 0 } : {}),
+      ...(typeof v.m === 'string' ? { m: v.m } : {}),
+    };
   } catch {
     return null;
   }

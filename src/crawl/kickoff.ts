@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { FairQueue } from '../queue/index.js';
 import { bloomParams, bloomPositions } from './bloom.js';
-import { crawlKeys, encodeItem, type ArenaKeyMaker } from './keys.js';
+import { crawlKeys, encodeItem, type ArenaKeyMaker, type CrawlItem } from './keys.js';
 import { STARTED_AT_FIELD } from './tally.js';
 import { Scope } from './scope.js';
 import { storableSeed, validateSeed, type Seed } from './seed.js';
@@ -41,14 +41,21 @@ export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new Fa
     const domain = scope.domainOf(u);
     if (domain) byDomain.set(domain, [...(byDomain.get(domain) ?? []), u]);
   }
+  const items = new Map<string, CrawlItem[]>();
+  const add = (domain: string, item: CrawlItem): void => {
+    const list = items.get(domain);
+    if (list) list.push(item);
+    else items.set(domain, [item]);
+  };
+  for (const [domain, urls] of byDomain) for (const u of urls) add(domain, { u, d: 0, r: null, h: 0 });
+  // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
+  for (const u of Array.isArray(seed.sitemaps) ? seed.sitemaps : []) {
+    const domain = scope.domainOf(u);
+    if (domain) add(domain, { u, d: 0, r: null, h: 0, k: 's', n: 0 });
+  }
   let enqueued = 0;
-  for (const [domain, urls] of byDomain) {
-    enqueued += await queue.enqueue(
-      seed.arena,
-      domain,
-      urls.map((u) => encodeItem({ u, d: 0, r: null, h: 0 })),
-      { dedupe: urls.map((u) => bloomPositions(u, bloom)) },
-    );
+  for (const [domain, list] of items) {
+    enqueued += await queue.enqueue(seed.arena, domain, list.map(encodeItem), { dedupe: list.map((i) => bloomPositions(i.u, bloom)) });
   }
   return { domainsCreated, enqueued, bloom };
 }

@@ -24,6 +24,10 @@ export interface PageRecord {
   redirect: string | null;
   attempt: number;
   error: string | null;
+  /** For a page listed by a sitemap: its lastmod there. */
+  lastmod?: string;
+  /** For a sitemap: what it listed (page URLs, child sitemaps), entries ignored, and whether it was cut at 50 MiB. */
+  sitemap?: { format: string; urls: number; sitemaps: number; ignored: number; truncated: boolean };
   /** Where the response's WARC record starts, when the crawl keeps WARC files. */
   warc?: WarcLocation | null;
 }

@@ -13,6 +13,8 @@ export interface RobotsFetchResult {
   state: RobotsState;
   /** Crawl-delay in seconds (capped) when the rules set one, else null. */
   crawlDelay: number | null;
+  /** Its `Sitemap:` lines. */
+  sitemaps: string[];
 }
 
 /**
@@ -46,7 +48,7 @@ export class RobotsFetcher {
     this.deps.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
     const delay = state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0 ? Math.min(ROBOTS.maxCrawlDelaySeconds, state.rules.crawlDelay) : null;
     if (delay !== null) await this.applyCrawlDelay(origin, domain, delay);
-    return { state, crawlDelay: delay };
+    return { state, crawlDelay: delay, sitemaps: state.state === 'rules' ? (state.rules.sitemaps ?? []) : [] };
   }
 
   private async get(origin: string, failures: number, signal: AbortSignal, gate?: SendGate): Promise<RobotsState> {

@@ -37,7 +37,12 @@ export interface RobotsRules {
   rules: RobotsRule[];
   /** Seconds, from the applying group(s), or null. */
   crawlDelay: number | null;
+  /** `Sitemap:` lines (they belong to no group), at most ROBOTS_MAX_SITEMAPS; absent in rules stored before weir read them. */
+  sitemaps?: string[];
 }
+
+/** Most `Sitemap:` lines taken from one robots.txt. */
+export const ROBOTS_MAX_SITEMAPS = 100;
 
 interface Group {
   agents: string[];
@@ -104,6 +109,7 @@ export function parseRobots(text: string, productToken: string): RobotsRules {
   const groups: Group[] = [];
   let current: Group | null = null;
   let inAgents = false;
+  const sitemaps: string[] = [];
   for (const rawLine of text.slice(0, ROBOTS_MAX_BYTES).split(/\r\n|\r|\n/)) {
     const hash = rawLine.indexOf('#');
     const line = trimSpace(hash >= 0 ? rawLine.slice(0, hash) : rawLine);
@@ -122,6 +128,8 @@ export function parseRobots(text: string, productToken: string): RobotsRules {
       inAgents = false;
       // An empty disallow allows everything: no rule.
       if (value !== '') current.rules.push({ allow: key === 'allow', pattern: canonical(value.startsWith('/') || value.startsWith('*') ? value : `/${value}`) });
+    } else if (key === 'sitemap') {
+      if (value !== '' && sitemaps.length < ROBOTS_MAX_SITEMAPS) sitemaps.push(value);
     } else if (key === 'crawl-delay' && current) {
       const d = Number(value);
       if (value !== '' && Number.isFinite(d) && d >= 0) current.crawlDelay = d;
@@ -130,7 +138,7 @@ export function parseRobots(text: string, productToken: string): RobotsRules {
   let applying = groups.filter((g) => g.agents.includes(token));
   if (applying.length === 0) applying = groups.filter((g) => g.agents.includes('*'));
   const delays = applying.map((g) => g.crawlDelay).filter((d): d is number => d !== null);
-  return { rules: applying.flatMap((g) => g.rules), crawlDelay: delays.length > 0 ? Math.max(...delays) : null };
+  return { rules: applying.flatMap((g) => g.rules), crawlDelay: delays.length > 0 ? Math.max(...delays) : null, sitemaps };
 }
 
 /**

@@ -21,6 +21,8 @@ export const SEED_DEFAULTS = {
   maxBodyBytes: 10 * 1024 * 1024,
   /** Redirect hops followed from one URL (each hop is a new queued URL). */
   maxRedirects: 10,
+  /** Sitemaps: true reads those robots.txt lists; a list adds these; false reads none. */
+  sitemaps: true,
 } as const;
 
 export type SeedRate = number | 'unlimited';
@@ -44,6 +46,8 @@ export interface Seed {
   requestTimeoutMs: number;
   maxBodyBytes: number;
   maxRedirects: number;
+  /** true: the `Sitemap:` lines of each in-scope origin's robots.txt; a list: those and these; false: none. */
+  sitemaps: boolean | string[];
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -58,7 +62,7 @@ export class SeedError extends WeirError {
 
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
-  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects',
+  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -151,6 +155,20 @@ function startOf(v: unknown, matcher: DomainMatcher): string[] {
   });
 }
 
+function sitemapsOf(v: unknown, matcher: DomainMatcher): Seed['sitemaps'] {
+  if (v === undefined) return SEED_DEFAULTS.sitemaps;
+  if (typeof v === 'boolean') return v;
+  if (!Array.isArray(v)) throw new SeedError('sitemaps', `must be true, false or a list of sitemap URLs, got ${shown(v)}`);
+  return v.map((u, i) => {
+    const field = `sitemaps[${i}]`;
+    if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
+    const n = normalizeUrl(u);
+    if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
+    if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
+    return n;
+  });
+}
+
 function bloomOf(v: unknown): Seed['bloom'] {
   const bloom = { ...SEED_DEFAULTS.bloom };
   if (v === undefined) return bloom;
@@ -192,6 +210,7 @@ export function validateSeed(data: unknown): Seed {
     requestTimeoutMs: optional(data.requestTimeoutMs, d.requestTimeoutMs, (v) => int('requestTimeoutMs', v, 100, 3_600_000)),
     maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
+    sitemaps: sitemapsOf(data.sitemaps, matcher),
   };
 }
 

@@ -126,6 +126,8 @@ export class Settler {
       redirect: rec.redirect ?? null,
       attempt: lease.attempt,
       error: rec.error ?? null,
+      ...(item?.m ? { lastmod: item.m } : {}),
+      ...(rec.sitemap ? { sitemap: rec.sitemap } : {}),
       ...(this.deps.archiving ? { warc: rec.warc ?? null } : {}),
     });
   }

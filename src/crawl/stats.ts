@@ -18,7 +18,7 @@ export interface DomainStats {
   dead: number;
   robotsBlocked: number;
   rateLimit: number | 'unlimited';
-  /** Requests per second achieved since the crawl started (pages, redirects and robots.txt fetches). */
+  /** Requests per second achieved since the crawl started (pages, redirects, robots.txt and sitemap fetches). */
   achievedRate: number;
   nextEligibleAt: number;
   held: boolean;
@@ -29,7 +29,7 @@ export interface CrawlStats {
   arena: string;
   exists: boolean;
   drained: boolean;
-  totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number };
+  totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; sitemaps: number; sitemapUrls: number };
   domains: DomainStats[];
   bloom: { bits: number; hashes: number; fill: number; estimatedFalsePositiveRate: number } | null;
   startedAt: number | null;
@@ -45,7 +45,7 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
   const startedAt = counts[STARTED_AT_FIELD] ? Number(counts[STARTED_AT_FIELD]) : null;
   const elapsed = startedAt ? Math.max(0.001, (totals.now - startedAt) / 1000) : null;
   const domains = (await queue.allQueueStats(arena)).map((q): DomainStats => {
-    const requests = n(q.name, 'pages') + n(q.name, 'redirects') + n(q.name, 'robotsFetches');
+    const requests = n(q.name, 'pages') + n(q.name, 'redirects') + n(q.name, 'robotsFetches') + n(q.name, 'sitemaps');
     return {
       domain: q.name,
       queued: q.queued,
@@ -80,6 +80,8 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
       dead: totals.dead,
       pages: n('*', 'pages'),
       errors: n('*', 'errors') + n('*', '4xx'),
+      sitemaps: n('*', 'sitemaps'),
+      sitemapUrls: n('*', 'sitemapUrls'),
     },
     domains,
     bloom,

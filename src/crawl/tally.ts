@@ -44,6 +44,12 @@ export const TALLY_NAMES = [
   'released',
   /** Lease calls that found the lease expired (its URL goes to another worker). */
   'stale',
+  /** Sitemaps fetched (robots.txt-listed, seed-listed, or listed by an index). */
+  'sitemaps',
+  /** In-scope page URLs found in sitemaps (new or already seen). */
+  'sitemapUrls',
+  /** Sitemap entries ignored: past the protocol's 50,000, too long, out of every domain, or nested too deep. */
+  'sitemapIgnored',
   /** URLs whose handling failed unexpectedly (a bug, Redis trouble): handed back at once, logged. */
   'internalErrors',
 ] as const;

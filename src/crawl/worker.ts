@@ -6,7 +6,7 @@ import { isWeirError } from '../errors.js';
 import { FairQueue, sleep, type Lease } from '../queue/index.js';
 import { PageBudget } from './budget.js';
 import { classifyResponse, fetchFailed, retryLater, slowDown } from './classify.js';
-import { decodeBody, Fetcher, isHtml, type FetchResult } from './fetch.js';
+import { decodeBody, Fetcher, isHtml, type FetchOptions, type FetchResult } from './fetch.js';
 import { LinkFollower } from './follow.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
 import { commit, fail, release, type Outcome } from './outcome.js';
@@ -16,6 +16,7 @@ import { ROBOTS, RobotsCache } from './robots-cache.js';
 import { RobotsFetcher } from './robots-fetch.js';
 import { RobotsGate } from './robots-gate.js';
 import { Scope } from './scope.js';
+import { SITEMAP_LIMITS, SitemapReader } from './sitemap.js';
 import type { Seed } from './seed.js';
 import type { PageRecord } from './output.js';
 import { Settler, type LeaseContext } from './settle.js';
@@ -200,6 +201,8 @@ export class CrawlWorker {
       case 'allow':
         break;
     }
+    // A sitemap is not a page: it takes a rate slot, not a page of maxPages.
+    if (item.k === 's') return this.fetchSitemap(lease, item);
     if (!(await this.budget.reserve())) {
       this.log?.info('maxPages reached');
       this.halt('maxPages', false);
@@ -233,7 +236,9 @@ export class CrawlWorker {
       const gapMs = Math.max(lease.intervalMs, (got.crawlDelay ?? 0) * 1000);
       const nextSend = this.queue.clock.toRedis(Math.max(sentAt, plannedAt)) + gapMs - PACING.sendDelayMs + 1;
       resumeInMs = Math.max(0, Math.ceil(nextSend - this.queue.clock.toRedis(performance.now())));
-      return release([['robotsFetches', 1]]);
+      const robotsUrl = `${origin}/robots.txt`;
+      const listed = this.seed.sitemaps !== false && got.sitemaps.length > 0 ? await this.links.sitemaps(got.sitemaps, robotsUrl, 0, robotsUrl) : { enqueued: 0, ignored: 0 };
+      return release([['robotsFetches', 1], ['enqueued', listed.enqueued], ['sitemapIgnored', listed.ignored]]);
     } catch (err) {
       // Not sent (too late for the slot) or stopped: nothing learnt, the URL goes back.
       if (isWeirError(err, 'WEIR_LATE') || this.fetchAbort.signal.aborted) return release();
@@ -244,23 +249,38 @@ export class CrawlWorker {
     }
   }
 
-  /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
-  private async fetchPage(lease: Lease, item: CrawlItem): Promise<Outcome> {
-    await this.fetcher.prepare(item.u);
+  /**
+   * One request in the lease's rate slot: held until the slot, sent only if
+   * still in time (the send gate). An Outcome when it was not had: stopping,
+   * too late for its slot, or a fetch error to retry.
+   */
+  private async inSlot(lease: Lease, url: string, opts: Omit<FetchOptions, 'signal' | 'gate'>): Promise<FetchResult | Outcome> {
+    await this.fetcher.prepare(url);
     const plannedAt = await this.pacer.hold(lease, this.fetchAbort.signal);
     if (plannedAt === null) return release();
-    let res: FetchResult;
     try {
-      const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-      res = await this.fetcher.fetch(item.u, { wantBody, signal: this.fetchAbort.signal, gate: this.pacer.gate(lease, plannedAt) });
+      const res = await this.fetcher.fetch(url, { ...opts, signal: this.fetchAbort.signal, gate: this.pacer.gate(lease, plannedAt) });
+      this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
+      this.tally.add(lease.queue, 'bytes', res.bytes);
+      return res;
     } catch (err) {
       // Not sent: stopping, or too late for its slot (counted by the pacer).
       if (this.fetchAbort.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
       this.options.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
       return fetchFailed(err, lease.attempt, this.options.retryBaseMs);
     }
-    this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
-    this.tally.add(lease.queue, 'bytes', res.bytes);
+  }
+
+  /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
+  private async fetchPage(lease: Lease, item: CrawlItem): Promise<Outcome> {
+    const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
+    const res = await this.inSlot(lease, item.u, { wantBody });
+    if ('kind' in res) return res;
+    return this.classified(lease, item, res, (rec) => this.page(item, res, rec));
+  }
+
+  /** A response, page or sitemap: a redirect queues its target; Retry-After paces; 5xx retries; else `final`. */
+  private async classified(lease: Lease, item: CrawlItem, res: FetchResult, final: (rec: Partial<PageRecord>) => Promise<Outcome>): Promise<Outcome> {
     const rec = { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, warc: res.warc };
     switch (classifyResponse(res)) {
       case 'redirect': {
@@ -275,8 +295,37 @@ export class CrawlWorker {
       case 'server-error':
         return retryLater(lease.attempt, `HTTP ${res.status}`, rec, this.options.retryBaseMs);
       case 'final':
-        return this.page(item, res, rec);
+        return final(rec);
     }
+  }
+
+  /**
+   * A sitemap: fetched in its slot like a page (robots.txt was checked), read
+   * as it streams (sitemap.ts); its pages queued at depth 0, its child
+   * sitemaps one level down. Redirects, Retry-After and 5xx as for pages.
+   */
+  private async fetchSitemap(lease: Lease, item: CrawlItem): Promise<Outcome> {
+    const reader = new SitemapReader();
+    const res = await this.inSlot(lease, item.u, { wantBody: (_ct, status) => status >= 200 && status < 300, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c) });
+    if ('kind' in res) return res;
+    return this.classified(lease, item, res, async (rec) => {
+      if (res.status < 200 || res.status >= 300) return commit({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
+      const map = await reader.end();
+      const pages = await this.links.sitemapPages(item, map.urls);
+      const children = await this.links.sitemaps(map.sitemaps.map((s) => s.loc), item.u, (item.n ?? 0) + 1, item.u);
+      const ignored = map.ignored + children.ignored;
+      const enqueued = pages.enqueued + children.enqueued;
+      return commit(
+        {
+          ...rec,
+          links: map.urls.length + map.sitemaps.length,
+          enqueued,
+          error: map.truncated ? `sitemap cut at ${SITEMAP_LIMITS.maxBytes} bytes uncompressed` : map.error,
+          sitemap: { format: map.format, urls: map.urls.length, sitemaps: map.sitemaps.length, ignored, truncated: map.truncated },
+        },
+        [['sitemaps', 1], ['sitemapUrls', pages.inScope], ['sitemapIgnored', ignored], ['enqueued', enqueued], ['dedupeHits', pages.inScope - pages.enqueued]],
+      );
+    });
   }
 
   /** A final response: its links followed when it is HTML. */

@@ -2,7 +2,8 @@
  * A static site in a process of its own, so the arrival times it records
  * are stamped by an event loop nothing else in the test keeps busy (hostile
  * servers, spawned workers). Arguments: a JSON {routes, fallback}; route
- * values are bodies (robots.txt as text, the rest as HTML). Protocol over
+ * values are bodies (robots.txt as text, the rest as HTML, or {type, base64};
+ * "{{self}}" in a text body is the site's origin). Protocol over
  * IPC: it sends {port} when listening; send 'log' for [{path, at, lag}],
  * 'exit' to stop. It runs at a raised priority where allowed, and measures
  * its own stamping lag (stamps.ts).
@@ -12,8 +13,11 @@ import { createServer } from 'node:http';
 import { setPriority } from 'node:os';
 import { arrivalLog, serveOverIpc, type StampedRequest } from './stamps.js';
 
+/** A body as text (robots.txt as text/plain, the rest as HTML), or bytes of a given type. */
+type Body = string | { type: string; base64: string };
+
 interface SiteSpec {
-  routes: Record<string, string>;
+  routes: Record<string, Body>;
   fallback?: string;
 }
 
@@ -64,8 +68,13 @@ if (process.send && process.argv[2]?.startsWith('{')) {
       res.end('no');
       return;
     }
-    res.writeHead(200, { 'content-type': path === '/robots.txt' ? 'text/plain' : 'text/html' });
-    res.end(body);
+    if (typeof body !== 'string') {
+      res.writeHead(200, { 'content-type': body.type });
+      res.end(Buffer.from(body.base64, 'base64'));
+      return;
+    }
+    res.writeHead(200, { 'content-type': path === '/robots.txt' ? 'text/plain' : path.endsWith('.txt') ? 'text/plain' : path.endsWith('.xml') ? 'application/xml' : 'text/html' });
+    res.end(body.replaceAll('{{self}}', `http://127.0.0.1:${(server.address() as { port: number }).port}`));
   });
   serveOverIpc(server, log);
 }
