@@ -142,31 +142,26 @@ function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; match
   return { rateLimits, matcher: new DomainMatcher(keys) };
 }
 
+/** One URL of a seed's list: absolute http(s), inside a domain of rateLimits; normalized. */
+function inDomainUrl(field: string, u: unknown, matcher: DomainMatcher): string {
+  if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
+  const n = normalizeUrl(u);
+  if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
+  if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
+  return n;
+}
+
 function startOf(v: unknown, matcher: DomainMatcher): string[] {
   if (v === undefined) throw new SeedError('start', 'is required');
   if (!Array.isArray(v) || v.length === 0) throw new SeedError('start', 'must be a non-empty list of URLs');
-  return v.map((u, i) => {
-    const field = `start[${i}]`;
-    if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
-    const n = normalizeUrl(u);
-    if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
-    if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
-    return n;
-  });
+  return v.map((u, i) => inDomainUrl(`start[${i}]`, u, matcher));
 }
 
 function sitemapsOf(v: unknown, matcher: DomainMatcher): Seed['sitemaps'] {
   if (v === undefined) return SEED_DEFAULTS.sitemaps;
   if (typeof v === 'boolean') return v;
   if (!Array.isArray(v)) throw new SeedError('sitemaps', `must be true, false or a list of sitemap URLs, got ${shown(v)}`);
-  return v.map((u, i) => {
-    const field = `sitemaps[${i}]`;
-    if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
-    const n = normalizeUrl(u);
-    if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
-    if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
-    return n;
-  });
+  return v.map((u, i) => inDomainUrl(`sitemaps[${i}]`, u, matcher));
 }
 
 function bloomOf(v: unknown): Seed['bloom'] {

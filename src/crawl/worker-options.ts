@@ -8,7 +8,7 @@ import type { JsonlWriter } from './output.js';
 export const WORKER_DEFAULTS = {
   /** Fetches in flight at once in one worker process (its lanes), across domains. */
   concurrency: 16,
-  /** Lease per URL; extended every half lease while a fetch runs. */
+  /** Lease per URL; renewed every third of a lease while its URL is handled. */
   leaseMs: 60_000,
   /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
   drainCheckMs: 500,

@@ -3,7 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FairQueue } from '../../src/queue/index.js';
@@ -116,17 +116,26 @@ describe('weir CLI', () => {
     const r6 = await run(['worker', await writeSeed('leasetest'), '--lease-ms', '40', '--redis', world.server.url]);
     assert.equal(r6.code, 2);
     assert.match(r6.stderr, /--lease-ms must be at least 1000/);
+    const r7 = await run(['crawl', await writeSeed('warcflag'), '--warc-max-bytes', '5', '--redis', world.server.url]);
+    assert.equal(r7.code, 2);
+    assert.match(r7.stderr, /--warc-max-bytes needs --warc DIR/);
   });
 
   it('weir crawl: kickoff, worker processes, a summary; run again on a drained arena, it says so', async () => {
     const seed = await writeSeed('crawlcmd');
     const out = join(world.dir, 'crawl.jsonl');
-    const r = await run(['crawl', seed, '--workers', '2', '--out', out, '--redis', world.server.url]);
+    const warc = join(world.dir, 'crawl-warc');
+    const r = await run(['crawl', seed, '--workers', '2', '--out', out, '--warc', warc, '--warc-max-bytes', '20000', '--redis', world.server.url]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /crawl of crawlcmd finished/);
     assert.match(r.stdout, new RegExp(`total: ${PAGES} pages`));
     const lines = (await readFile(out, 'utf8')).trim().split('\n');
     assert.equal(lines.length, PAGES);
+    // Each worker process its own WARC files, rotated past 20,000 bytes; every line points into one.
+    const files = await readdir(warc);
+    assert.equal(new Set(files.map((f) => f.split('-').at(-2))).size, 2, `two writers: ${files.join(' ')}`);
+    assert.ok(files.length > 2, 'rotated');
+    for (const l of lines) assert.ok(files.includes((JSON.parse(l) as { warc: { file: string } }).warc.file));
     const again = await run(['crawl', seed, '--workers', '2', '--redis', world.server.url]);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /already drained/);
