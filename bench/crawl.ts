@@ -3,7 +3,8 @@
  * side by side in one run:
  *   - weir: `weir crawl` with its worker processes against a private
  *     redis-server, rate limits out of the way ("unlimited"), robots.txt,
- *     dedupe and politeness machinery on;
+ *     dedupe and politeness machinery on; then again with --warc (the cost
+ *     of keeping every exchange);
  *   - wget -r, one process per origin, in parallel;
  *   - Crawlee's CheerioCrawler (in its own process);
  *   - the bare link-extraction ceiling: parse + extract, no network, one core
@@ -15,7 +16,8 @@
  * processes, default 2), BENCH_CONCURRENCY (per worker / Crawlee, default 32).
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as cheerio from 'cheerio';
@@ -120,40 +122,66 @@ await writeFile(
     '',
   ].join('\n'),
 );
-await redis.config('RESETSTAT');
-servers.reset();
-const r0 = await redisNumbers();
-const weirRun = await runProcess(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'crawl', seedPath, '--workers', String(WORKERS), '--concurrency', String(CONCURRENCY), '--out', join(tmp, 'weir.jsonl'), '--redis', redisServer.url], { WEIR_LOG_LEVEL: 'info' });
-const r1 = await redisNumbers();
-if (weirRun.code !== 0) {
-  process.stderr.write(weirRun.stderr);
-  throw new Error(`weir crawl exited ${weirRun.code}`);
+interface WeirRun {
+  pages: number;
+  rate: number;
+  span: number;
+  workerCpuMs: number;
+  calls: number;
+  cpu: number;
+  links: number;
+  missing: number;
 }
-const weirLog = [...servers.log];
-const weirPages = htmlPages(weirLog);
-const weirSpan = span(weirLog);
-let workerCpuMs = 0;
-for (const line of weirRun.stderr.split('\n')) {
-  if (!line.includes('"worker finished"')) continue;
-  const j = JSON.parse(line) as { cpuUserMs: number; cpuSystemMs: number };
-  workerCpuMs += j.cpuUserMs + j.cpuSystemMs;
+
+/** One `weir crawl` of the corpus on an emptied Redis; `extra` flags (say, --warc DIR). */
+async function weirCrawl(extra: string[]): Promise<WeirRun> {
+  await redis.flushall();
+  await redis.config('RESETSTAT');
+  servers.reset();
+  const r0 = await redisNumbers();
+  const run = await runProcess(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'crawl', seedPath, '--workers', String(WORKERS), '--concurrency', String(CONCURRENCY), '--out', join(tmp, 'weir.jsonl'), '--redis', redisServer.url, ...extra], { WEIR_LOG_LEVEL: 'info' });
+  const r1 = await redisNumbers();
+  if (run.code !== 0) {
+    process.stderr.write(run.stderr);
+    throw new Error(`weir crawl exited ${run.code}`);
+  }
+  const log = [...servers.log];
+  const pages = htmlPages(log);
+  let workerCpuMs = 0;
+  for (const line of run.stderr.split('\n')) {
+    if (!line.includes('"worker finished"')) continue;
+    const j = JSON.parse(line) as { cpuUserMs: number; cpuSystemMs: number };
+    workerCpuMs += j.cpuUserMs + j.cpuSystemMs;
+  }
+  const links = (await readFile(join(tmp, 'weir.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .reduce((a, l) => a + ((JSON.parse(l) as { links: number }).links ?? 0), 0);
+  let missing = 0;
+  for (let o = 0; o < ORIGINS; o++) {
+    const got = new Set(pages.filter((r) => r.origin === o).map((r) => r.path));
+    for (const p of want) if (!got.has(p)) missing++;
+  }
+  return { pages: pages.length, rate: pages.length / span(log), span: span(log), workerCpuMs, calls: r1.calls - r0.calls, cpu: r1.cpu - r0.cpu, links, missing };
 }
-const links = (await readFile(join(tmp, 'weir.jsonl'), 'utf8'))
-  .trim()
-  .split('\n')
-  .reduce((a, l) => a + ((JSON.parse(l) as { links: number }).links ?? 0), 0);
-let missing = 0;
-for (let o = 0; o < ORIGINS; o++) {
-  const got = new Set(weirPages.filter((r) => r.origin === o).map((r) => r.path));
-  for (const p of want) if (!got.has(p)) missing++;
-}
-const weirRate = weirPages.length / weirSpan;
-out('weir: HTML pages fetched', String(weirPages.length), `${missing} reachable pages missed (target 0)`);
-out('weir: pages/s', weirRate.toFixed(1), `${WORKERS} worker processes × concurrency ${CONCURRENCY}, ${weirSpan.toFixed(2)} s first to last request`);
-out('weir: links/s through normalise+dedupe+enqueue', (links / weirSpan).toFixed(0), `${links} links found on pages`);
-out('weir: Redis calls per page', ((r1.calls - r0.calls) / weirPages.length).toFixed(2), 'INFO commandstats, scripts and plain commands');
-out('weir: Redis CPU per page (ms)', (((r1.cpu - r0.cpu) * 1000) / weirPages.length).toFixed(3), 'INFO cpu, main thread');
-out('weir: worker CPU per page (ms)', (workerCpuMs / weirPages.length).toFixed(2), 'process.cpuUsage of all workers');
+
+const w = await weirCrawl([]);
+const weirRate = w.rate;
+out('weir: HTML pages fetched', String(w.pages), `${w.missing} reachable pages missed (target 0)`);
+out('weir: pages/s', weirRate.toFixed(1), `${WORKERS} worker processes × concurrency ${CONCURRENCY}, ${w.span.toFixed(2)} s first to last request`);
+out('weir: links/s through normalise+dedupe+enqueue', (w.links / w.span).toFixed(0), `${w.links} links found on pages`);
+out('weir: Redis calls per page', (w.calls / w.pages).toFixed(2), 'INFO commandstats, scripts and plain commands');
+out('weir: Redis CPU per page (ms)', ((w.cpu * 1000) / w.pages).toFixed(3), 'INFO cpu, main thread');
+out('weir: worker CPU per page (ms)', (w.workerCpuMs / w.pages).toFixed(2), 'process.cpuUsage of all workers');
+
+// The same crawl keeping WARC files: what archiving costs.
+const warcDir = join(tmp, 'warc');
+const ww = await weirCrawl(['--warc', warcDir]);
+const warcBytes = (await readdir(warcDir)).reduce((a, f) => a + statSync(join(warcDir, f)).size, 0);
+out('weir --warc: pages/s', ww.rate.toFixed(1), `${ww.pages} pages, ${ww.missing} missed`);
+out('weir --warc / weir pages/s', (ww.rate / weirRate).toFixed(2), 'same run, same corpus');
+out('weir --warc: worker CPU per page (ms)', (ww.workerCpuMs / ww.pages).toFixed(2), `vs ${(w.workerCpuMs / w.pages).toFixed(2)} without`);
+out('weir --warc: WARC bytes per page', (warcBytes / ww.pages).toFixed(0), `${(warcBytes / 1024 / 1024).toFixed(1)} MiB in ${(await readdir(warcDir)).length} files (gzip per record; robots.txt included)`);
 redis.disconnect();
 await redisServer.destroy();
 
