@@ -63,40 +63,46 @@ const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
  * with WEIR_LATE. The last moment a decision can be made is the write itself.
  */
 export type SendGate = (at: number) => boolean;
-const sendGates = new Map<string, SendGate>();
-const stoppedLate = new Set<string>();
+
 /**
- * Exchanges being archived, by the key a request is known by until undici
- * creates it (origin + path), then by undici's request object.
+ * What one fetch asks of its request as undici handles it: the send gate,
+ * the WARC capture, and whether the gate stopped it. Registered under the
+ * key a request is known by until undici creates it (origin + path), then
+ * held by undici's request object (creation is published synchronously
+ * inside request(), before any await).
  */
-const pendingCaptures = new Map<string, ExchangeCapture>();
-const captures = new WeakMap<object, ExchangeCapture>();
+interface RequestHooks {
+  gate?: SendGate | undefined;
+  capture?: ExchangeCapture | null;
+  stoppedLate?: boolean;
+}
+const pendingHooks = new Map<string, RequestHooks>();
+const hooksOf = new WeakMap<object, RequestHooks>();
 const requestKey = (r: { origin?: string | URL; path?: string }): string => `${String(r.origin ?? '').replace(/\/$/, '')}${r.path ?? ''}`;
 subscribe('undici:request:create', (message) => {
   const { request: r } = message as { request: { origin?: string | URL; path?: string } };
   const key = requestKey(r);
-  const capture = pendingCaptures.get(key);
-  if (!capture) return;
-  pendingCaptures.delete(key);
-  captures.set(r, capture);
+  const hooks = pendingHooks.get(key);
+  if (!hooks) return;
+  pendingHooks.delete(key);
+  hooksOf.set(r, hooks);
 });
 subscribe('undici:client:sendHeaders', (message) => {
-  const { request: r, headers, socket } = message as { request: { origin?: string | URL; path?: string }; headers: string; socket: { destroy(err?: Error): void; remoteAddress?: string } };
-  const key = requestKey(r);
-  const gate = sendGates.get(key);
-  if (gate) {
-    sendGates.delete(key);
-    if (!gate(performance.now())) {
-      stoppedLate.add(key);
-      socket.destroy(new Error('not sent: too late for its rate slot'));
-      return;
-    }
+  const { request: r, headers, socket } = message as { request: object; headers: string; socket: { destroy(err?: Error): void; remoteAddress?: string } };
+  const hooks = hooksOf.get(r);
+  if (!hooks) return;
+  const { gate } = hooks;
+  hooks.gate = undefined;
+  if (gate && !gate(performance.now())) {
+    hooks.stoppedLate = true;
+    socket.destroy(new Error('not sent: too late for its rate slot'));
+    return;
   }
-  captures.get(r)?.onSent(headers, socket.remoteAddress ?? null);
+  hooks.capture?.onSent(headers, socket.remoteAddress ?? null);
 });
 subscribe('undici:request:headers', (message) => {
   const { request: r, response } = message as { request: object; response: { statusCode: number; statusText: string; headers: Buffer[] } };
-  captures.get(r)?.onResponse(response.statusCode, response.statusText, response.headers);
+  hooksOf.get(r)?.capture?.onResponse(response.statusCode, response.statusText, response.headers);
 });
 
 /** How long past its deadline a request may stay unsettled before it is abandoned. */
@@ -183,10 +189,9 @@ export class Fetcher {
     const u = new URL(url);
     this.checkLiteral(u, elapsed());
     const sentKey = `${u.origin}${u.pathname}${u.search}`;
-    const { gate } = opts;
-    if (gate) sendGates.set(sentKey, gate);
     const capture = this.options.archive ? new ExchangeCapture(url, this.options.archive) : null;
-    if (capture) pendingCaptures.set(sentKey, capture);
+    const hooks: RequestHooks = { gate: opts.gate, capture };
+    if (opts.gate || capture) pendingHooks.set(sentKey, hooks);
     this.connector.begin(u);
     const abandon = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, abandon.signal]) : abandon.signal;
@@ -197,14 +202,12 @@ export class Fetcher {
       });
       return { ...res, warc: capture ? await capture.finish(res.truncated ? 'length' : null) : null };
     } catch (err) {
-      if (stoppedLate.delete(sentKey)) throw new FetchError('WEIR_LATE', 'not sent: it would have left too late for its rate slot', elapsed(), { cause: err });
+      if (hooks.stoppedLate) throw new FetchError('WEIR_LATE', 'not sent: it would have left too late for its rate slot', elapsed(), { cause: err });
       // What was sent and received is recorded, cut where it stopped; the fetch's own error is the one reported.
       if (capture) await capture.finish(truncationOf(err)).catch(() => undefined);
       throw err;
     } finally {
-      if (gate && sendGates.get(sentKey) === gate) sendGates.delete(sentKey);
-      if (capture && pendingCaptures.get(sentKey) === capture) pendingCaptures.delete(sentKey);
-      stoppedLate.delete(sentKey);
+      if (pendingHooks.get(sentKey) === hooks) pendingHooks.delete(sentKey);
       this.connector.end(u);
     }
   }

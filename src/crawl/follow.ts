@@ -71,19 +71,14 @@ export class LinkFollower {
       else if (!seen.has(u.href)) seen.set(u.href, u);
     }
     const depth = item.d + 1;
-    const byDomain = new Map<string, string[]>();
+    const byDomain = new Map<string, CrawlItem[]>();
     if (this.seed.maxDepth === null || depth <= this.seed.maxDepth) {
       for (const [n, u] of seen) {
         const d = this.scope.decide(n, u);
-        if (!d.ok) continue;
-        const list = byDomain.get(d.domain) ?? [];
-        list.push(n);
-        byDomain.set(d.domain, list);
+        if (d.ok) push(byDomain, d.domain, { u: n, d: depth, r: item.u, h: 0 });
       }
     }
-    const counts = await Promise.all([...byDomain].map(([target, urls]) => this.enqueue(target, urls.map((u) => ({ u, d: depth, r: item.u, h: 0 })))));
-    const enqueued = counts.reduce((a, b) => a + b, 0);
-    const candidates = [...byDomain.values()].reduce((a, l) => a + l.length, 0);
+    const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
     return {
       links: seen.size,
       enqueued,
@@ -103,9 +98,8 @@ export class LinkFollower {
     const target = loc === undefined ? null : normalizeUrl(loc, item.u);
     if (!target) return { target, error: 'redirect to a malformed or non-http URL', tallies: [['malformed', 1]] };
     if (item.h + 1 > this.seed.maxRedirects) return { target, error: `more than ${this.seed.maxRedirects} redirects`, tallies: [] };
-    // A sitemap's redirect leads to a sitemap: only its domain is in question (include/exclude are for pages).
-    const sitemapDomain = item.k === 's' ? this.scope.domainOf(target) : null;
-    const d = item.k === 's' ? (sitemapDomain ? { ok: true as const, domain: sitemapDomain } : { ok: false as const, reason: 'out-of-scope' }) : this.scope.decide(target);
+    // A sitemap's redirect leads to a sitemap: only its domain is in question.
+    const d = item.k === 's' ? this.scope.decideDomain(target) : this.scope.decide(target);
     if (!d.ok) return { target, error: `redirect target ${d.reason}`, tallies: [] };
     const { k, n: level, m } = item;
     const n = await this.enqueue(d.domain, [{ u: target, d: item.d, r: item.u, h: item.h + 1, ...(k ? { k, n: level ?? 0 } : {}), ...(m ? { m } : {}) }]);
@@ -123,32 +117,34 @@ export class LinkFollower {
     const byDomain = new Map<string, CrawlItem[]>();
     let ignored = 0;
     for (const loc of locs) {
-      const u = normalizeUrl(loc, base);
-      const domain = u ? this.scope.domainOf(u) : null;
-      if (!u || !domain) {
-        ignored++;
-        continue;
-      }
-      push(byDomain, domain, { u, d: 0, r: referrer, h: 0, k: 's', n: level });
+      const u = normalizeToUrl(loc, base);
+      const d = u ? this.scope.decideDomain(u.href, u) : null;
+      if (u && d?.ok) push(byDomain, d.domain, { u: u.href, d: 0, r: referrer, h: 0, k: 's', n: level });
+      else ignored++;
     }
-    const counts = await Promise.all([...byDomain].map(([domain, items]) => this.enqueue(domain, items)));
-    return { enqueued: counts.reduce((a, b) => a + b, 0), ignored };
+    return { enqueued: (await this.enqueueGrouped(byDomain)).enqueued, ignored };
   }
 
   /** A sitemap's page URLs: at depth 0, like start URLs, but through scope, include/exclude and dedupe; each keeps its lastmod. */
   async sitemapPages(sitemap: CrawlItem, entries: SitemapEntry[]): Promise<{ inScope: number; enqueued: number }> {
     const byDomain = new Map<string, CrawlItem[]>();
     const seen = new Set<string>();
+    const base = new URL(sitemap.u);
     for (const e of entries) {
-      const u = normalizeUrl(e.loc, sitemap.u);
-      if (!u || seen.has(u)) continue;
-      seen.add(u);
-      const d = this.scope.decide(u);
-      if (!d.ok) continue;
-      push(byDomain, d.domain, { u, d: 0, r: sitemap.u, h: 0, ...(e.lastmod ? { m: e.lastmod } : {}) });
+      const u = normalizeToUrl(e.loc, base);
+      if (!u || seen.has(u.href)) continue;
+      seen.add(u.href);
+      const d = this.scope.decide(u.href, u);
+      if (d.ok) push(byDomain, d.domain, { u: u.href, d: 0, r: sitemap.u, h: 0, ...(e.lastmod ? { m: e.lastmod } : {}) });
     }
+    const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
+    return { inScope: candidates, enqueued };
+  }
+
+  /** One queue call per target domain, concurrently: how many were offered and how many were new. */
+  private async enqueueGrouped(byDomain: Map<string, CrawlItem[]>): Promise<{ candidates: number; enqueued: number }> {
     const counts = await Promise.all([...byDomain].map(([domain, items]) => this.enqueue(domain, items)));
-    return { inScope: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };
+    return { candidates: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };
   }
 
   private enqueue(domain: string, items: CrawlItem[]): Promise<number> {

@@ -26,12 +26,18 @@ export class Scope {
     return this.matcher.match(new URL(url))?.key ?? null;
   }
 
+  /** Inside a crawl domain, include/exclude not asked (they are for pages: a sitemap's URL passes on its domain alone). */
+  decideDomain(url: string, parsed: URL = new URL(url)): ScopeDecision {
+    const key = this.matcher.match(parsed);
+    return key ? { ok: true, domain: key.key } : { ok: false, reason: 'out-of-scope' };
+  }
+
   /** `url` must already be normalized (pass the parsed URL when you have it). */
   decide(url: string, parsed: URL = new URL(url)): ScopeDecision {
-    const key = this.matcher.match(parsed);
-    if (!key) return { ok: false, reason: 'out-of-scope' };
+    const inDomain = this.decideDomain(url, parsed);
+    if (!inDomain.ok) return inDomain;
     if (this.exclude.some((r) => r.test(url))) return { ok: false, reason: 'excluded' };
     if (this.include.length > 0 && !this.include.some((r) => r.test(url))) return { ok: false, reason: 'not-included' };
-    return { ok: true, domain: key.key };
+    return inDomain;
   }
 }

@@ -51,8 +51,6 @@ export class ExchangeCapture {
   private body: ChunkChannel | null = null;
   private written: Promise<WarcLocation> | null = null;
   private cut: Truncation | null = null;
-  /** Raw body bytes seen. */
-  rawBytes = 0;
 
   constructor(
     readonly url: string,
@@ -74,16 +72,11 @@ export class ExchangeCapture {
     this.written.catch(() => undefined);
   }
 
-  chunk(chunk: Buffer): void {
-    this.rawBytes += chunk.length;
-    this.body?.push(chunk);
-  }
-
   /** A pass-through that hands every raw body chunk to this capture. */
   tap(body: Readable): Readable {
     const tap = new Transform({
       transform: (chunk: Buffer, _enc, done) => {
-        this.chunk(chunk);
+        this.body?.push(chunk);
         done(null, chunk);
       },
     });

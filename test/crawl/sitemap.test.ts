@@ -5,12 +5,15 @@
  * (in its own process) saw it.
  */
 import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { runCrawl } from '../../src/crawl/run.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
 import { judgedGap } from '../helpers/stamps.js';
+import { readWarcFile } from '../helpers/warc-reader.js';
 import { html } from '../helpers/web.js';
 import { readJsonl, useCrawlWorld } from '../helpers/world.js';
 
@@ -46,7 +49,8 @@ describe('sitemaps', () => {
     });
     const seed = validateSeed({ arena: 'sitemaps', rateLimits: { [site.key]: RATE }, start: [`${site.origin}/`], maxInFlightPerDomain: 2, allowPrivateNetworks: true });
     const out = world.file('sitemaps.jsonl');
-    const result = await runCrawl(world.redis, seed, { workers: 2, concurrency: 2, out });
+    const warc = world.file('sitemaps-warc');
+    const result = await runCrawl(world.redis, seed, { workers: 2, concurrency: 2, out, warc: { dir: warc } });
     const log = await site.log();
     const fetched = log.map((r) => r.path);
     t.diagnostic(fetched.join(' '));
@@ -71,6 +75,13 @@ describe('sitemaps', () => {
     // p/1 twice in one file counts once; /private/secret is in scope (robots.txt decides later).
     assert.equal(result.stats.totals.sitemapUrls, 4 + 2 + 2);
     assert.equal(result.stats.totals.pages, 8);
+
+    // Every sitemap fetch is in the WARC files too.
+    const archived = new Set<string>();
+    for (const f of await readdir(warc)) {
+      for (const r of (await readWarcFile(join(warc, f))).records) if (r.header('WARC-Type') === 'response') archived.add(new URL(r.header('WARC-Target-URI') as string).pathname);
+    }
+    for (const p of ['/robots.txt', '/sitemap-index.xml', '/sm/pages.xml', '/sm/more.xml.gz', '/sm/list.txt', '/sm/deep1.xml', '/sm/deep2.xml', '/sm/deep3.xml']) assert.ok(archived.has(p), `${p} archived`);
 
     // Sitemaps take the domain's rate slots like pages: judged from the site's own log.
     const gap = judgedGap(log);
