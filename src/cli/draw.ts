@@ -24,10 +24,12 @@ export function formatStats(s: CrawlStats): string {
     rate(d.rateLimit),
     `${d.achievedRate.toFixed(2)}/s`,
     d.held ? 'held' : d.nextEligibleAt > s.now ? `in ${((d.nextEligibleAt - s.now) / 1000).toFixed(2)}s` : d.queued > 0 ? 'now' : '-',
+    d.waitingFor,
   ]);
   const lines = [
     `arena ${s.arena}: ${s.drained ? 'drained' : 'running'} — queued ${s.totals.queued}, leased ${s.totals.leased}, waiting to retry ${s.totals.delayed}, done ${s.totals.done}, dead ${s.totals.dead}, pages ${s.totals.pages}`,
-    table(['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robots', 'limit', 'achieved', 'next'], rows),
+    table(['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robots', 'limit', 'achieved', 'next', 'waiting for'], rows),
+    `workers seen in the last 15 s: ${s.workers}`,
   ];
   if (s.totals.sitemaps > 0) lines.push(`sitemaps: ${s.totals.sitemaps} read, ${s.totals.sitemapUrls} in-scope URLs found in them`);
   if (s.bloom) {

@@ -24,6 +24,12 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     robots: (origin: string) => k(`robots:${checkOrigin(origin)}`),
     /** Short lock: one worker fetches an origin's robots.txt. */
     robotsLock: (origin: string) => k(`robotslock:${checkOrigin(origin)}`),
+    /** Requests per domain and the arena's pages in one 5 s bucket (history.ts), expiring. */
+    history: (bucket: number) => k(`hist:${Math.trunc(bucket)}`),
+    /** Workers by their last flush, ms (Redis clock). */
+    workers: k('workers'),
+    /** Why a domain was last paused by the crawler: field domain, JSON {why, until}. */
+    pauses: k('pauses'),
   };
 }
 

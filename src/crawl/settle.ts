@@ -5,6 +5,7 @@ import type { CrawlItem } from './keys.js';
 import type { CrawlMetrics } from './metrics.js';
 import type { Outcome } from './outcome.js';
 import type { JsonlWriter, PageRecord } from './output.js';
+import type { PauseNotes } from './pause-notes.js';
 import type { Tally } from './tally.js';
 
 /** A lease being handled: its decoded item and whether it holds a page reservation. */
@@ -32,6 +33,8 @@ export class Settler {
       log?: Logger | undefined;
       /** Every output line then says where its WARC record is (null when nothing was fetched). */
       archiving?: boolean;
+      /** Where a Retry-After pause is noted for `status`. */
+      pauses?: PauseNotes | undefined;
     },
   ) {}
 
@@ -76,7 +79,7 @@ export class Settler {
         return false;
       }
       case 'pause':
-        await queue.pause(lease.arena, lease.queue, outcome.ms);
+        this.deps.pauses?.note(lease.queue, 'retry-after', await queue.pause(lease.arena, lease.queue, outcome.ms));
         this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
         return this.retry(ctx, { kind: 'retry', delayMs: outcome.ms, countAttempt: false, reason: outcome.reason, tallies: outcome.tallies, ...(outcome.item ? { item: outcome.item } : {}) });
     }

@@ -1,8 +1,20 @@
 import { FairQueue } from '../queue/index.js';
 import { estimatedFalsePositiveRate } from './bloom.js';
+import { workersSeen } from './history.js';
 import { crawlKeys } from './keys.js';
+import { readPauseNotes, type PauseNote } from './pause-notes.js';
 import { STARTED_AT_FIELD, tallyField, type TallyName } from './tally.js';
+import type { QueueStats } from '../queue/index.js';
 import type { Cluster, Redis } from 'ioredis';
+
+/**
+ * Why a domain is not being fetched this moment: an operator's hold, a
+ * server's Retry-After, its robots.txt being fetched, its Crawl-delay or
+ * rate (next slot later), its in-flight cap, retries backing off, or
+ * 'worker' (ready: waiting for a free lane), 'fetching' (nothing else
+ * queued), 'nothing' (empty).
+ */
+export type WaitReason = 'hold' | 'retry-after' | 'robots' | 'crawl-delay' | 'rate' | 'in-flight cap' | 'retry' | 'worker' | 'fetching' | 'nothing';
 
 export interface DomainStats {
   domain: string;
@@ -18,6 +30,11 @@ export interface DomainStats {
   dead: number;
   robotsBlocked: number;
   rateLimit: number | 'unlimited';
+  /** Leases of this domain out at once at most (0: no cap). */
+  maxInFlight: number;
+  /** The largest Crawl-delay (s) its origins' robots.txt asked for, or null. */
+  crawlDelay: number | null;
+  waitingFor: WaitReason;
   /** Requests per second achieved since the crawl started (pages, redirects, robots.txt and sitemap fetches). */
   achievedRate: number;
   nextEligibleAt: number;
@@ -33,6 +50,8 @@ export interface CrawlStats {
   domains: DomainStats[];
   bloom: { bits: number; hashes: number; fill: number; estimatedFalsePositiveRate: number } | null;
   startedAt: number | null;
+  /** Workers that wrote their counters within the last 15 s. */
+  workers: number;
   now: number;
 }
 
@@ -44,25 +63,14 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
   const n = (domain: string, name: TallyName): number => Number(counts[tallyField(domain, name)] ?? 0);
   const startedAt = counts[STARTED_AT_FIELD] ? Number(counts[STARTED_AT_FIELD]) : null;
   const elapsed = startedAt ? Math.max(0.001, (totals.now - startedAt) / 1000) : null;
-  const domains = (await queue.allQueueStats(arena)).map((q): DomainStats => {
-    const requests = n(q.name, 'pages') + n(q.name, 'redirects') + n(q.name, 'robotsFetches') + n(q.name, 'sitemaps');
-    return {
-      domain: q.name,
-      queued: q.queued,
-      leased: q.leased,
-      delayed: q.delayed,
-      done: q.done,
-      pages: n(q.name, 'pages'),
-      failed: n(q.name, 'errors') + n(q.name, '4xx'),
-      dead: q.dead,
-      robotsBlocked: n(q.name, 'robots'),
-      rateLimit: q.rate,
-      achievedRate: elapsed ? requests / elapsed : 0,
-      nextEligibleAt: q.nextEligibleAt,
-      held: q.held,
-      pausedUntil: q.pausedUntil,
-    };
-  });
+  const [queues, notes, delays, workers] = await Promise.all([
+    queue.allQueueStats(arena),
+    readPauseNotes(redis, keys),
+    redis.hgetall(keys.crawlDelays),
+    workersSeen(redis, keys, totals.now),
+  ]);
+  const crawlDelays = crawlDelaysByDomain(delays, new Set(queues.map((q) => q.name)));
+  const domains = queues.map((q) => domainStats(q, n, { now: totals.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
   let bloom: CrawlStats['bloom'] = null;
   if (totals.dedupe) {
     const fill = (await queue.dedupeBitsSet(arena)) / totals.dedupe.bits;
@@ -86,6 +94,71 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
     domains,
     bloom,
     startedAt,
+    workers,
     now: totals.now,
   };
+}
+
+function domainStats(
+  q: QueueStats,
+  n: (domain: string, name: TallyName) => number,
+  at: { now: number; elapsed: number | null; note: PauseNote | undefined; crawlDelay: number | undefined },
+): DomainStats {
+  const requests = n(q.name, 'pages') + n(q.name, 'redirects') + n(q.name, 'robotsFetches') + n(q.name, 'sitemaps');
+  return {
+    domain: q.name,
+    queued: q.queued,
+    leased: q.leased,
+    delayed: q.delayed,
+    done: q.done,
+    pages: n(q.name, 'pages'),
+    failed: n(q.name, 'errors') + n(q.name, '4xx'),
+    dead: q.dead,
+    robotsBlocked: n(q.name, 'robots'),
+    rateLimit: q.rate,
+    maxInFlight: q.maxInFlight,
+    crawlDelay: at.crawlDelay ?? null,
+    waitingFor: waitReason(q, at.now, at.note, at.crawlDelay),
+    achievedRate: at.elapsed ? requests / at.elapsed : 0,
+    nextEligibleAt: q.nextEligibleAt,
+    held: q.held,
+    pausedUntil: q.pausedUntil,
+  };
+}
+
+/** See WaitReason; the first that applies, in that order. */
+export function waitReason(q: QueueStats, now: number, note: PauseNote | undefined, crawlDelay: number | undefined): WaitReason {
+  if (q.held) return 'hold';
+  const paced = (): WaitReason => (crawlDelay !== undefined && q.rate !== 'unlimited' && q.rate <= 1 / crawlDelay + 1e-9 ? 'crawl-delay' : 'rate');
+    // A note explains the pause only while the pause still ends when the note says (a later pause or a repause moved it).
+  if (q.pausedUntil > now) return note && Math.abs(note.until - q.pausedUntil) <= 1 ? note.why : paced();
+  if (q.queued === 0) return q.delayed > 0 ? 'retry' : q.leased > 0 ? 'fetching' : 'nothing';
+  if (q.maxInFlight > 0 && q.leased >= q.maxInFlight) return 'in-flight cap';
+  if (q.nextEligibleAt > now) return paced();
+  return 'worker';
+}
+
+/**
+ * The largest Crawl-delay per queue, from the per-origin hash: an origin
+ * belongs to the queue named by its host:port, its host, or the nearest
+ * parent domain that is a queue (how domain keys match URLs).
+ */
+function crawlDelaysByDomain(byOrigin: Record<string, string>, queues: Set<string>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [origin, text] of Object.entries(byOrigin)) {
+    const delay = Number(text);
+    if (!Number.isFinite(delay)) continue;
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      continue;
+    }
+    const labels = url.hostname.split('.');
+    const candidates = [url.host, url.hostname];
+    for (let i = 1; i < labels.length - 1; i++) candidates.push(labels.slice(i).join('.'));
+    const domain = candidates.find((c) => queues.has(c));
+    if (domain !== undefined) out.set(domain, Math.max(out.get(domain) ?? 0, delay));
+  }
+  return out;
 }

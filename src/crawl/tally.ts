@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { HistoryWriter } from './history.js';
 import type { CrawlMetrics } from './metrics.js';
 
 /**
@@ -67,26 +68,35 @@ export class Tally {
   /** This process's totals, for its summary. */
   readonly local = Object.fromEntries(TALLY_NAMES.map((n) => [n, 0])) as Record<TallyName, number>;
 
-  constructor(private readonly metrics?: CrawlMetrics) {}
+  constructor(
+    private readonly metrics?: CrawlMetrics,
+    /** Recent requests per domain for the status page, written with each flush. */
+    private readonly history?: HistoryWriter,
+  ) {}
 
   add(domain: string, name: TallyName, n = 1): void {
     if (n === 0) return;
     for (const field of [tallyField(domain, name), tallyField('*', name)]) this.pending.set(field, (this.pending.get(field) ?? 0) + n);
     this.local[name] += n;
     this.metrics?.count(name, n);
+    this.history?.count(domain, name, n);
   }
 
   addAll(domain: string, tallies: Tallies): void {
     for (const [name, n] of tallies) this.add(domain, name, n);
   }
 
-  /** Writes what was counted since the last flush (one pipeline of HINCRBYs). */
+  /**
+   * Writes what was counted since the last flush, the history buckets and
+   * this worker's heartbeat: one pipeline.
+   */
   async flush(redis: Redis | Cluster, key: string): Promise<void> {
-    if (this.pending.size === 0) return;
+    if (this.pending.size === 0 && !this.history) return;
     const batch = this.pending;
     this.pending = new Map();
     const p = redis.pipeline();
     for (const [field, n] of batch) p.hincrby(key, field, n);
+    this.history?.write(p);
     await p.exec();
   }
 }

@@ -21,6 +21,8 @@ import type { Seed } from './seed.js';
 import type { PageRecord } from './output.js';
 import { Settler, type LeaseContext } from './settle.js';
 import { Tally } from './tally.js';
+import { HistoryWriter } from './history.js';
+import { PauseNotes } from './pause-notes.js';
 import { WarcWriter } from './warc-writer.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
@@ -46,6 +48,7 @@ export class CrawlWorker {
   private readonly links: LinkFollower;
   private readonly settler: Settler;
   private readonly archive: WarcWriter | undefined;
+  private readonly pauses: PauseNotes;
   private readonly stop = new AbortController();
   private readonly fetchAbort = new AbortController();
   private exitReason: WorkerSummary['exitReason'] = 'stopped';
@@ -58,7 +61,7 @@ export class CrawlWorker {
     const log = options.logger;
     this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs });
     this.keys = crawlKeys(seed.arena, this.queue);
-    this.tally = new Tally(options.metrics);
+    this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now())));
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
     this.fetcher = new Fetcher({
@@ -70,12 +73,13 @@ export class CrawlWorker {
       ...(options.lookup ? { lookup: options.lookup } : {}),
     });
     const scope = new Scope(seed);
+    this.pauses = new PauseNotes(redis, this.keys);
     const cache = new RobotsCache(redis, this.keys);
     this.pacer = new SendPacer(this.queue, seed.arena, (domain, name) => this.tally.add(domain, name));
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     this.robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     this.links = new LinkFollower(this.queue, seed, scope, options.onPage);
-    this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined });
+    this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
     options.signal?.addEventListener('abort', () => this.halt('stopped'), { once: true });
@@ -224,6 +228,7 @@ export class CrawlWorker {
     let resumeInMs = 0;
     try {
       pauseEnd = await this.queue.pause(this.seed.arena, lease.queue, ROBOTS.lockMs);
+      this.pauses.note(lease.queue, 'robots', pauseEnd);
       await this.fetcher.prepare(`${origin}/robots.txt`);
       const plannedAt = await this.pacer.hold(lease, this.fetchAbort.signal);
       if (plannedAt === null) return release();

@@ -1,0 +1,42 @@
+/** History and worker heartbeats as the workers write them, on a real redis-server. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { HISTORY, HistoryWriter, readHistory, workersSeen } from '../../src/crawl/history.js';
+import { crawlKeys } from '../../src/crawl/keys.js';
+import { Tally } from '../../src/crawl/tally.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { useRedis } from '../helpers/fixture.js';
+
+const fx = useRedis();
+
+describe('status history', () => {
+  it('requests per domain and the arena pages per 5 s bucket, per second, expiring after the retention; workers seen', async () => {
+    const keys = crawlKeys('hist', new FairQueue(fx.redis, {}));
+    const t0 = Math.floor(Number((await fx.redis.time())[0]) / 5) * 5000 - 60_000;
+    let now = t0;
+    const tally = new Tally(undefined, new HistoryWriter(keys, () => now, 'w1'));
+    tally.add('a.org', 'pages', 10);
+    tally.add('a.org', 'robotsFetches', 1);
+    tally.add('a.org', 'bytes', 5000);
+    tally.add('b.org', 'redirects', 3);
+    now += HISTORY.bucketMs;
+    tally.add('a.org', 'pages', 5);
+    await tally.flush(fx.redis, keys.stats);
+    const h = await readHistory(fx.redis, keys, ['a.org', 'b.org', 'c.org'], t0 + 2 * HISTORY.bucketMs + 1);
+    assert.equal(h.pages.length, HISTORY.buckets);
+    assert.equal(h.from + HISTORY.buckets * HISTORY.bucketMs, t0 + 2 * HISTORY.bucketMs, 'up to the last complete bucket');
+    assert.deepEqual(h.domains['a.org']?.slice(-2), [11 / 5, 5 / 5]);
+    assert.deepEqual(h.domains['b.org']?.slice(-2), [3 / 5, 0]);
+    assert.deepEqual(h.pages.slice(-2), [2, 1]);
+    assert.ok(h.domains['c.org']?.every((v) => v === 0));
+    const ttl = await fx.redis.pttl(keys.history(t0 / HISTORY.bucketMs));
+    assert.ok(ttl > 0 && ttl <= HISTORY.bucketMs * (HISTORY.buckets + 2), `ttl ${ttl}`);
+
+    assert.equal(await workersSeen(fx.redis, keys, now), 1);
+    assert.equal(await workersSeen(fx.redis, keys, now + HISTORY.workerSeenMs + 1), 0);
+    // A worker silent for an hour is pruned by the next flush of any worker.
+    now += HISTORY.workerForgetMs + 1;
+    await new Tally(undefined, new HistoryWriter(keys, () => now, 'w2')).flush(fx.redis, keys.stats);
+    assert.deepEqual(await fx.redis.zrange(keys.workers, 0, -1), ['w2']);
+  });
+});
