@@ -13,6 +13,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY lua ./lua
+COPY web ./web
 COPY seeds ./seeds
 USER node
 ENTRYPOINT ["node", "/app/dist/cli.js"]

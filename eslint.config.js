@@ -32,6 +32,20 @@ const boundaries = [
     },
   },
   {
+    files: ['src/status/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../cli', '../cli.js', '../cli/**'], message: 'the status page knows nothing of the command line.' },
+            { group: ['../queue/**', '!../queue/index.js'], message: 'the status page uses the queue through src/queue/index.ts only.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Small modules and short functions: each file holdable in one's head.
     files: ['src/**/*.ts'],
     rules: {
@@ -65,5 +79,17 @@ export default tseslint.config(
   {
     files: ['eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    // The status page's script runs in a browser, as plain JavaScript.
+    files: ['web/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'fetch', 'URLSearchParams', 'Intl', 'setTimeout', 'clearTimeout', 'uPlot', 'console', 'performance'].map((name) => [name, 'readonly']),
+      ),
+    },
   },
 );

@@ -35,6 +35,8 @@ export const ERROR_CODES = {
   WEIR_LATE: 'a request was not sent: it would have left too late for its rate slot',
   // Keeping the pages.
   WEIR_WARC: 'a WARC file could not be created or written',
+  // Watching.
+  WEIR_STATUS_PAGE: 'the status page could not listen on its address',
 } as const;
 
 export type WeirErrorCode = keyof typeof ERROR_CODES;

@@ -92,3 +92,5 @@ export { WORKER_DEFAULTS } from './crawl/worker.js';
 export { ROBOTS } from './crawl/robots-cache.js';
 export { WeirError, ERROR_CODES, type WeirErrorCode } from './errors.js';
 export * as queue from './queue/index.js';
+export { serveStatus, type StatusServer } from './status/server.js';
+export { StatusSource, type StatusView } from './status/source.js';

@@ -13,7 +13,7 @@ import { cmdHold } from './hold.js';
 import { cmdKickoff } from './kickoff.js';
 import { logFormat, makeLogger } from './log.js';
 import { pickRedis } from './redis.js';
-import { cmdStatus } from './status.js';
+import { cmdStatus, type StatusFlags } from './status.js';
 import { leaseMs, nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
 import { cmdWorker } from './worker.js';
 import { WARC_DEFAULTS } from '../crawl/warc-writer.js';
@@ -32,6 +32,8 @@ const OPTIONS = {
   'log-format': { type: 'string' },
   json: { type: 'boolean', default: false },
   watch: { type: 'boolean', default: false },
+  serve: { type: 'string' },
+  host: { type: 'string' },
   requeue: { type: 'boolean', default: false },
   yes: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -83,6 +85,18 @@ function warcFlag(values: Values): { warc?: { dir: string; maxBytes: number } } 
   return { warc: { dir: values.warc, maxBytes: positiveInt('warc-max-bytes', values['warc-max-bytes'], WARC_DEFAULTS.maxBytes) } };
 }
 
+/** status's flags: --serve PORT [--host H] alone, or --json/--watch. */
+function statusFlags(values: Values): StatusFlags {
+  if (values.serve === undefined) {
+    if (values.host !== undefined) throw new UsageError('--host needs --serve PORT');
+    return { json: values.json, watch: values.watch, host: '127.0.0.1' };
+  }
+  if (values.json || values.watch) throw new UsageError('--serve serves the page (its JSON is at /api/status): not with --json or --watch');
+  const host = values.host ?? '127.0.0.1';
+  if (host.trim() === '') throw new UsageError('--host needs an address, like 127.0.0.1 or 0.0.0.0');
+  return { json: false, watch: false, serve: portNumber(values.serve, 'serve'), host };
+}
+
 const KNOWN = new Set(['kickoff', 'worker', 'crawl', 'status', 'dead', 'hold', 'unhold', 'clear']);
 
 function dispatch(command: string, ctx: CommandContext, values: Values, domainArg: string | undefined): Promise<number> {
@@ -94,7 +108,7 @@ function dispatch(command: string, ctx: CommandContext, values: Values, domainAr
         concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
         leaseMs: leaseMs(values['lease-ms']),
         redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
-        ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port']) } : {}),
+        ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port'], 'metrics-port') } : {}),
         ...(values.out ? { out: values.out } : {}),
         ...warcFlag(values),
         exitWhenDone: values['exit-when-done'],
@@ -108,7 +122,7 @@ function dispatch(command: string, ctx: CommandContext, values: Values, domainAr
         ...(values['log-format'] ? { workerArgs: ['--log-format', values['log-format']] } : {}),
       });
     case 'status':
-      return cmdStatus(ctx, { json: values.json, watch: values.watch });
+      return cmdStatus(ctx, statusFlags(values));
     case 'dead':
       return cmdDead(ctx, { requeue: values.requeue, json: values.json });
     case 'hold':

@@ -9,6 +9,7 @@ usage:
   weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P] [--redis-wait S]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
   weir status SEED [--json] [--watch]
+  weir status SEED --serve PORT [--host H]   a live page of the arena at http://H:PORT/ (read-only)
   weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
   weir hold SEED [DOMAIN]                stop dequeuing (one domain, or the arena); leases out are kept
   weir unhold SEED [DOMAIN]
@@ -33,6 +34,9 @@ options:
   --log-format F     human (default on a terminal) or json (default when piped)
   --json             status as JSON
   --watch            status, refreshed every second
+  --serve PORT       status as a live web page on PORT (0: any free port), JSON at /api/status
+  --host H           address the page listens on (default 127.0.0.1: loopback only;
+                     reach it from elsewhere through an SSH tunnel)
 
 exit codes: 0 finished, 1 other failure, 2 bad usage or seed file, 3 Redis unreachable,
             130/143 stopped by SIGINT/SIGTERM after handing leases back`;
@@ -66,8 +70,8 @@ export function nonNegative(name: string, v: string): number {
   return n;
 }
 
-export function portNumber(v: string): number {
+export function portNumber(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--metrics-port must be a port number (0 for any free one), got ${v}`);
+  if (!/^\d+$/.test(v) || !Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--${flag} must be a port number (0 for any free one), got ${v}`);
   return n;
 }

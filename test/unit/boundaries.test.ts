@@ -29,4 +29,10 @@ describe('layer boundaries (lint)', () => {
     assert.match((await importProblems('src/crawl/scope.ts', '../queue/limits.js')).join('\n'), /through src\/queue\/index\.ts only/);
     assert.deepEqual(await importProblems('src/crawl/scope.ts', '../queue/index.js'), []);
   });
+
+  it('src/status imports neither the command line nor a queue file other than its index', async () => {
+    assert.match((await importProblems('src/status/view.ts', '../cli/main.js')).join('\n'), /the status page knows nothing of the command line/);
+    assert.match((await importProblems('src/status/view.ts', '../queue/limits.js')).join('\n'), /through src\/queue\/index\.ts only/);
+    assert.deepEqual(await importProblems('src/status/view.ts', '../crawl/stats.js'), []);
+  });
 });

@@ -1,0 +1,118 @@
+import type { Cluster, Redis } from 'ioredis';
+import { readHistory, type History } from '../crawl/history.js';
+import { crawlKeys, decodeItem } from '../crawl/keys.js';
+import { crawlStats, type CrawlStats, type DomainStats } from '../crawl/stats.js';
+import type { FairQueue } from '../queue/index.js';
+import { selectRows, type ViewQuery } from './view.js';
+
+/** The first page of the dead letter, as the page shows it. */
+export interface DeadRow {
+  domain: string;
+  url: string;
+  reason: string;
+  attempts: number;
+  at: number;
+}
+
+/** What the page draws at each refresh. */
+export interface StatusView {
+  arena: string;
+  redis: string;
+  now: number;
+  exists: boolean;
+  drained: boolean;
+  startedAt: number | null;
+  workers: number;
+  totals: CrawlStats['totals'] & { robotsBlocked: number; domains: number };
+  bloom: CrawlStats['bloom'];
+  query: ViewQuery;
+  matched: number;
+  rows: DomainStats[];
+  history: History;
+  dead: DeadRow[];
+}
+
+export const DEAD_PAGE = 20;
+/** A snapshot up to this many maxAges old is served while the next is read. */
+const STALE_FACTOR = 3;
+
+/**
+ * Reads the arena for the page: one snapshot of `crawlStats` at most every
+ * `maxAgeMs`, shared by every request in between (so many open pages cost
+ * Redis what one does), and per request only the history of the rows shown.
+ */
+export class StatusSource {
+  private last: { at: number; stats: CrawlStats; dead: DeadRow[] } | null = null;
+  private pending: Promise<{ stats: CrawlStats; dead: DeadRow[] }> | null = null;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly queue: FairQueue,
+    readonly arena: string,
+    /** The Redis URL with any password masked. */
+    readonly redisShown: string,
+    private readonly maxAgeMs = 1000,
+  ) {}
+
+  /** The same object `weir status --json` prints, at most maxAgeMs old. */
+  async stats(): Promise<CrawlStats> {
+    return (await this.snapshot()).stats;
+  }
+
+  async view(query: ViewQuery): Promise<StatusView> {
+    const { stats, dead } = await this.snapshot();
+    const { matched, rows } = selectRows(stats.domains, query);
+    const history = await readHistory(this.redis, crawlKeys(this.arena, this.queue), rows.map((r) => r.domain), stats.now);
+    return {
+      arena: this.arena,
+      redis: this.redisShown,
+      now: stats.now,
+      exists: stats.exists,
+      drained: stats.drained,
+      startedAt: stats.startedAt,
+      workers: stats.workers,
+      totals: { ...stats.totals, robotsBlocked: stats.domains.reduce((n, d) => n + d.robotsBlocked, 0), domains: stats.domains.length },
+      bloom: stats.bloom,
+      query,
+      matched,
+      rows,
+      history,
+      dead,
+    };
+  }
+
+  /** Starts the first read now, so the first page finds it done. */
+  warm(): void {
+    this.refresh().catch(() => undefined);
+  }
+
+  /**
+   * The latest snapshot. Past maxAgeMs a new read starts and, while the old
+   * one is younger than STALE_FACTOR × maxAgeMs, requests don't wait for it
+   * (10,000 domains take ~250 ms to read); older, they do (and see its error).
+   */
+  private async snapshot(): Promise<{ stats: CrawlStats; dead: DeadRow[] }> {
+    const last = this.last;
+    if (!last) return this.refresh();
+    const age = performance.now() - last.at;
+    if (age < this.maxAgeMs) return last;
+    const next = this.refresh();
+    if (age < STALE_FACTOR * this.maxAgeMs) {
+      next.catch(() => undefined);
+      return last;
+    }
+    return next;
+  }
+
+  private refresh(): Promise<{ stats: CrawlStats; dead: DeadRow[] }> {
+    this.pending ??= this.read().finally(() => (this.pending = null));
+    return this.pending;
+  }
+
+  private async read(): Promise<{ stats: CrawlStats; dead: DeadRow[] }> {
+    const [stats, items] = await Promise.all([crawlStats(this.redis, this.arena, this.queue), this.queue.dead(this.arena, { count: DEAD_PAGE })]);
+    const dead = items.map((d) => ({ domain: d.queue, url: decodeItem(d.item)?.u ?? d.item.slice(0, 300), reason: d.reason, attempts: d.attempts, at: d.at }));
+    this.last = { at: performance.now(), stats, dead };
+    return this.last;
+  }
+}
