@@ -10,12 +10,29 @@
            wake-up on if more work is ready), else '0'
   ARGV[4]  count: most leases to hand out (1..MAX_PER_CALL)
   ARGV[5]  the queue id this caller was promised by its last reply, or ''
+  ARGV[6]  ahead: µs (0..MAX_AHEAD_MS*1000) before a slot this caller may be
+           served it; the lease's servedAt is then the slot itself (later than
+           now), and the caller must not act before it (see "Ahead")
 
   Steps, all on Redis time: replay (a resent call gets its own leases back),
   reap expired leases, promote due retries, promote due queues, serve one
   item per turn of the round-robin, and reply (with a promise).
   A served queue goes back to the tail of the round-robin, or to `sched` at
   its next allowed time, so a batch is as fair and as polite as single calls.
+
+  Due before ready (max-min fairness). A rate-limited queue whose slot has
+  come is placed ahead of the round-robin (earliest slot first) when its rate
+  is below the fair share (its interval at least one turn of the round-robin,
+  estimated from the arena's recent serve pace), so it gets its whole rate
+  however many always-ready queues there are; a queue asking for more than
+  the fair share joins the tail and gets the fair share.
+
+  Ahead. A caller that holds each lease to its slot itself (the crawler's
+  pacer does) passes `ahead`: a slot up to that far in the future may be
+  served now, with servedAt = the slot, and the queue's next slot is counted
+  from that slot, not from whenever the call happened to run. Two servedAt of
+  a queue are never less than its interval apart, and a caller that is late
+  costs only its own slot, never the pace of the slots after it.
 
   Returns {{waitUs, promised, nowUs}, lease, lease, ...}, each lease {token,
   queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
@@ -46,8 +63,13 @@ local POP_TRIES = 16
 -- and how long after its slot a claim lapses (a claimant that died).
 local CLAIM_SCAN = 16
 local CLAIM_GRACE_US = 20000
+-- Ready scores: turn numbers count up from 1; a due queue with priority is
+-- scored below every turn, by its slot (µs since the epoch, exact in a double).
+local DUE_BASE = 4e15
+-- Weight of the newest serve in the arena's pace estimate (meta 'gap': µs between serves).
+local PACE_WEIGHT = 0.05
 
-argc(5, 'token leaseMs woken count promised')
+argc(6, 'token leaseMs woken count promised ahead')
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
 local lease_ms = int_arg(2, 'leaseMs', 1, MAX_LEASE_MS)
@@ -55,6 +77,7 @@ local woken = ARGV[3] == '1'
 local count = int_arg(4, 'count', 1, MAX_PER_CALL)
 local promised = str_arg(5, 'promised', 20, true)
 if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_ARGS', 'promised must be a queue id') end
+local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
@@ -106,13 +129,32 @@ local function promote_due_retries(now)
   end
 end
 
--- Queues whose time has come join the tail of the round-robin, earliest first.
-local function promote_due_queues(now)
-  local sched = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_BATCH)
-  for _, qid in ipairs(sched) do
+-- Queues whose slot has come (or comes within `ahead`) leave `sched`: ahead
+-- of the round-robin, by slot, when their rate is below the fair share (see
+-- the header); otherwise at its tail, earliest first.
+local function promote_due_queues(now, horizon)
+  local sched = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH, 'WITHSCORES')
+  if #sched == 0 then return end
+  local gap = tonumber(redis.call('HGET', K_META, 'gap') or '0')
+  local round = redis.call('ZCARD', K_READY) * gap
+  for i = 1, #sched, 2 do
+    local qid, at = sched[i], tonumber(sched[i + 1])
     redis.call('ZREM', K_SCHED, qid)
-    redis.call('ZADD', K_READY, mincr('turn', 1), qid)
+    if qstate(qid).iv >= round then
+      redis.call('ZADD', K_READY, fmt(at - DUE_BASE), qid)
+    else
+      redis.call('ZADD', K_READY, mincr('turn', 1), qid)
+    end
   end
+end
+
+-- The arena's pace after `served` more serves at `now`: a moving average of
+-- the µs between serves (an idle spell counts as at most a second), kept in
+-- meta ('gap', 'lastserve') for the fair-share test above.
+local function paced(gap, last, now, served)
+  local g = math.min(now - last, 1000000) / served
+  if last == 0 then return string.format('%.1f', g) end
+  return string.format('%.1f', gap + PACE_WEIGHT * (g - gap))
 end
 
 -- The reply's head {waitUs, promised}: when the caller's next call may find
@@ -151,7 +193,8 @@ local function wait_reply(now, promise_ready)
     if st.cl < at or qid == mine then
       st.cl = at + CLAIM_GRACE_US
       qdirty(qid, st)
-      return { math.max(0, at - now), qid }
+      -- Come back `ahead` before the slot: it is served to you then.
+      return { math.max(0, at - now - ahead), qid }
     end
   end
   if slots[1] and #slots >= 2 then
@@ -164,10 +207,22 @@ local function wait_reply(now, promise_ready)
   return { math.max(0, w - now), '' }
 end
 
--- The next queue to serve: the caller's promised one if it is ready, else
--- the head of the round-robin, passing over (at most CLAIM_SCAN) queues
+-- The next queue to serve: a due queue ahead of the round-robin, else the
+-- caller's promised one if it is ready, else the head of the round-robin, passing over (at most CLAIM_SCAN) queues
 -- promised to other callers; those keep their place (`passed`, put back after).
 local function next_queue(now, passed)
+  -- A due queue (scored below every turn) goes before the caller's promise too.
+  local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+  local due_first = head[2] ~= nil and tonumber(head[2]) < 0 and qstate(head[1]).cl <= now
+  if promised ~= '' and due_first then
+    -- The promise gives way; its queue keeps its turn and is free for anyone.
+    if redis.call('ZSCORE', K_READY, promised) then
+      local st = qstate(promised)
+      st.cl = 0
+      qdirty(promised, st)
+    end
+    promised = ''
+  end
   if promised ~= '' then
     local q = promised
     promised = ''
@@ -185,32 +240,35 @@ end
 -- Politeness: the next serve of a queue is one interval after this one; the
 -- interval's fraction of a µs is carried to the next. (For an unlimited
 -- queue nx is the last serve: a later, lower rate starts from it.)
-local function advance(st, now)
+local function advance(st, served)
   local whole = math.floor(st.iv)
   st.c = st.c + (st.iv - whole)
   if st.c >= 1 then
     whole = whole + 1
     st.c = st.c - 1
   end
-  st.nx = now + whole
+  st.nx = served + whole
 end
 
 -- Serves up to `count` items, one per turn. Queue records are cached for
 -- the call (a batch may serve one queue many times) and written once by
 -- flush(); arena counters and the turn counter are summed and written once.
-local function serve(now)
+local function serve(now, horizon)
   local leases = {}
   local passed = {}
-  local turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
+  local m = redis.call('HMGET', K_META, 'turn', 'gap', 'lastserve')
+  local turn = tonumber(m[1] or '0')
   local expires = now + lease_ms * 1000
-  local expires_s, expires_ms, now_s = fmt(expires), fmt(math.floor(expires / 1000)), fmt(now)
+  local expires_s, expires_ms = fmt(expires), fmt(math.floor(expires / 1000))
   local taken = 0
   for _ = 1, count + POP_TRIES do
     if #leases >= count then break end
     local qid = next_queue(now, passed)
     if not qid then break end
     local st = qstate(qid)
-    if servable(st, now) then
+    if servable(st, horizon) then
+      -- Its slot, or now if that has passed: a late call never moves a slot earlier.
+      local served = math.max(now, due_at(st))
       local item, attempts = take_head(qid, st)
       st.cl = 0
       taken = taken + 1
@@ -220,12 +278,12 @@ local function serve(now)
         local token = base .. '.' .. (#leases + 1)
         redis.call('HSET', K_LEASES, token, lease_record(qid, attempts + 1, expires_s, item))
         redis.call('ZADD', K_LEXP, expires_s, token)
-        advance(st, now)
-        leases[#leases + 1] = lease_reply(token, st, item, attempts + 1, expires_ms, now_s)
+        advance(st, served)
+        leases[#leases + 1] = lease_reply(token, st, item, attempts + 1, expires_ms, fmt(served))
       end
       -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
       if schedulable(st) then
-        if due_at(st) <= now then
+        if due_at(st) <= horizon then
           turn = turn + 1
           redis.call('ZADD', K_READY, turn, qid)
         else
@@ -236,7 +294,7 @@ local function serve(now)
       -- Not servable after all: let activate() place it, handing it the turn
       -- counter it numbers with.
       redis.call('HSET', K_META, 'turn', turn)
-      activate(qid, now)
+      activate(qid, horizon)
       turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
     end
   end
@@ -244,7 +302,7 @@ local function serve(now)
     redis.call('ZADD', K_READY, top[2], top[1])
   end
   if taken > 0 then
-    redis.call('HSET', K_META, 'turn', turn)
+    redis.call('HSET', K_META, 'turn', turn, 'gap', paced(tonumber(m[2] or '0'), tonumber(m[3] or '0'), now, taken), 'lastserve', fmt(now))
     redis.call('HINCRBY', K_META, 'queued', -taken)
     redis.call('HINCRBY', K_META, 'leased', #leases)
   end
@@ -255,12 +313,13 @@ local again = replay()
 if again then return again end
 
 local now = now_us()
+local horizon = now + ahead
 reap_expired(now, REAP_BATCH)
 promote_due_retries(now)
-promote_due_queues(now)
+promote_due_queues(now, horizon)
 local held = redis.call('HGET', K_META, 'held') == '1'
 local leases = {}
-if not held then leases = serve(now) end
+if not held then leases = serve(now, horizon) end
 local head = wait_reply(now, not held)
 head[3] = fmt(now)
 if #leases > 0 and woken and head[1] == 0 then signal() end

@@ -9,8 +9,15 @@ export const PACING = {
    * lookup, an event loop busy parsing a big page). A slot missed by more is
    * handed back unused: politeness over throughput.
    */
-  sendDelayMs: 10,
+  sendDelayMs: 2,
   sendSlackMs: 1,
+  /**
+   * Leases are taken up to this long before their slot (the queue's
+   * `aheadMs`): a lane holds its lease to the slot, so the dequeue call's own
+   * delay costs no pace, and the send delay above only has to cover a lease
+   * served late (its queue had been idle).
+   */
+  aheadMs: 20,
   /** What a pause call itself may add to a late send's lateness, ms. */
   pauseCoverMs: 5,
   /**

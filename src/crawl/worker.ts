@@ -147,7 +147,7 @@ export class CrawlWorker {
     while (!this.stop.signal.aborted) {
       let lease: Lease | null;
       try {
-        lease = await this.queue.take(this.seed.arena, { signal: this.stop.signal });
+        lease = await this.queue.take(this.seed.arena, { signal: this.stop.signal, aheadMs: PACING.aheadMs });
         failures = 0;
       } catch (err) {
         // Redis trouble the client could not ride out: log, back off (capped), try again.

@@ -18,6 +18,7 @@ export type {
   Rate,
   RetryOptions,
   TakeOptions,
+  DequeueOptions,
 } from './types.js';
 export { QueueArgumentError } from './errors.js';
 export type { QueueErrorCode } from './errors.js';

@@ -18,6 +18,8 @@ export const LIMITS = {
   minRate: 0.000001,
   maxRate: 10_000_000,
   maxLeaseMs: 86_400_000,
+  /** How far before its slot a lease may be served to a caller that holds it to the slot. */
+  maxAheadMs: 1000,
   /** Longest retry delay or pause: a year. */
   maxDelayMs: 31_536_000_000,
   maxAttempts: 1000,

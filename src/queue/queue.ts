@@ -8,7 +8,7 @@ import { arenaKey, arenaKeys, arenaNamespace, validateArenaName } from './keys.j
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDead, decodeDequeue, decodeExtend, decodeOutcome, decodeRetry, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptName } from './scripts.js';
-import type { ArenaStats, DeadItem, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, QueueLimit, QueuePage, QueueStats, RetryOptions, TakeOptions } from './types.js';
+import type { ArenaStats, DeadItem, DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, QueueLimit, QueuePage, QueueStats, RetryOptions, TakeOptions } from './types.js';
 import { Waiting } from './waiting.js';
 
 interface EnqueueRequest {
@@ -35,8 +35,8 @@ export class FairQueue {
   private readonly waiting: Waiting;
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
   private readonly dequeues = new Coalescer<null, DequeueResult>((key, reqs) => {
-    const [arena, leaseMs, woken] = JSON.parse(key) as [string, number, boolean];
-    return this.dequeueBatch(arena, leaseMs, woken, reqs.length);
+    const [arena, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, number, boolean, number];
+    return this.dequeueBatch(arena, { leaseMs, woken, aheadMs }, reqs.length);
   }, LIMITS.maxPerCall);
   private readonly enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256);
   private readonly commits = new Coalescer<string, LeaseOutcome>(
@@ -143,25 +143,36 @@ export class FairQueue {
   /**
    * One scheduling step: a lease on the next item by the fair, rate-limited
    * order, or how long to wait. Concurrent calls for the same arena made in
-   * one turn of the event loop are served by one script call.
+   * one turn of the event loop are served by one script call. With
+   * `aheadMs`, a slot up to that far ahead may be served now: the lease's
+   * servedAt (and localServedAt) is then in the future, and the caller must
+   * not act on it before then.
    */
-  async dequeue(arena: string, options: { leaseMs?: number; woken?: boolean } = {}): Promise<DequeueResult> {
+  async dequeue(arena: string, options: DequeueOptions = {}): Promise<DequeueResult> {
     validateArenaName(arena);
-    const leaseMs = checkInt('leaseMs', options.leaseMs ?? this.leaseMs, 1, LIMITS.maxLeaseMs);
-    return this.dequeues.add(JSON.stringify([arena, leaseMs, options.woken === true]), null);
+    const o = this.dequeueOptions(options);
+    return this.dequeues.add(JSON.stringify([arena, o.leaseMs, o.woken, o.aheadMs]), null);
   }
 
   /** Up to `count` leases in one script call, served turn by turn as single calls would be. */
-  async dequeueMany(arena: string, count: number, options: { leaseMs?: number; woken?: boolean } = {}): Promise<DequeueResult[]> {
+  async dequeueMany(arena: string, count: number, options: DequeueOptions = {}): Promise<DequeueResult[]> {
     checkInt('count', count, 1, LIMITS.maxPerCall);
-    const leaseMs = checkInt('leaseMs', options.leaseMs ?? this.leaseMs, 1, LIMITS.maxLeaseMs);
-    return this.dequeueBatch(arena, leaseMs, options.woken === true, count);
+    return this.dequeueBatch(arena, this.dequeueOptions(options), count);
   }
 
-  private async dequeueBatch(arena: string, leaseMs: number, woken: boolean, count: number): Promise<DequeueResult[]> {
+  private dequeueOptions(options: DequeueOptions): Required<DequeueOptions> {
+    return {
+      leaseMs: checkInt('leaseMs', options.leaseMs ?? this.leaseMs, 1, LIMITS.maxLeaseMs),
+      woken: options.woken === true,
+      aheadMs: checkInt('aheadMs', options.aheadMs ?? 0, 0, LIMITS.maxAheadMs),
+    };
+  }
+
+  private async dequeueBatch(arena: string, o: Required<DequeueOptions>, count: number): Promise<DequeueResult[]> {
     const base = randomBytes(12).toString('base64url');
     const sentAt = performance.now();
-    const reply = decodeDequeue(await this.run('dequeue', arena, [base, leaseMs, woken ? '1' : '0', count, this.waiting.nextPromise(arena)]));
+    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(arena), Math.round(o.aheadMs * 1000)];
+    const reply = decodeDequeue(await this.run('dequeue', arena, args));
     this.clock.sample(reply.nowMs, sentAt, performance.now());
     this.counters.dequeues++;
     const results: DequeueResult[] = reply.leases.map((l) => ({ lease: { arena, ...l, localServedAt: this.clock.toLocal(l.servedAt) }, waitMs: 0 }));
@@ -179,8 +190,8 @@ export class FairQueue {
    * help. Resolves null only when `signal` aborts.
    */
   async take(arena: string, options: TakeOptions = {}): Promise<Lease | null> {
-    const leaseMs = options.leaseMs ?? this.leaseMs;
-    return this.waiting.take(arena, (woken) => this.dequeue(arena, { leaseMs, woken }), options.signal);
+    const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
+    return this.waiting.take(arena, (woken) => this.dequeue(arena, { leaseMs, woken, aheadMs }), options.signal);
   }
 
   /** Ends a lease as done. Commits of one arena made in one turn of the event loop go in one script call. */

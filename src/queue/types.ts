@@ -101,9 +101,24 @@ export interface QueuePage {
   cursor: number | null;
 }
 
+export interface DequeueOptions {
+  leaseMs?: number;
+  /** The caller was woken by the wake list (it passes a wake-up on if more is ready). */
+  woken?: boolean;
+  /**
+   * Serve a slot up to this many ms before it comes (0..1000, default 0):
+   * the lease's servedAt is then the slot itself, in the future, and the
+   * caller must not act before it. For callers that hold each lease to its
+   * slot (the crawler's pacer): the call's own delay then costs no pace.
+   */
+  aheadMs?: number;
+}
+
 export interface TakeOptions {
   leaseMs?: number;
   signal?: AbortSignal;
+  /** See DequeueOptions.aheadMs: take then returns leases up to this early, and waits for slots as much less. */
+  aheadMs?: number;
 }
 
 /** Counts of this client's calls, for benchmarks and metrics. */

@@ -67,6 +67,7 @@ describe('bad input', () => {
       ['dequeue', ['short', 1000, '0'], 'WEIR_BAD_ARGS'],
       ['dequeue', ['long-enough-token', -5, '0'], 'WEIR_BAD_ARGS'],
       ['dequeue', ['long-enough-token', 1000], 'WEIR_BAD_ARGS'],
+      ['dequeue', ['long-enough-token', 1000, '0', 1, '', 1000001], 'WEIR_BAD_ARGS'],
       ['commit', [], 'WEIR_BAD_ARGS'],
       ['extend', ['tok', 'soon'], 'WEIR_BAD_ARGS'],
       ['retry', ['tok', 10, 'r', 'maybe'], 'WEIR_BAD_ARGS'],
@@ -148,8 +149,8 @@ describe('replayed calls', () => {
     await q.enqueue(arena, 'a', ['one', 'two', 'three']);
     const runner = new ScriptRunner(fx.redis);
     const keys = arenaKeys('weir', arena);
-    const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, ''])) as unknown[][];
-    const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, ''])) as unknown[][];
+    const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0])) as unknown[][];
+    const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0])) as unknown[][];
     assert.deepEqual(first.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
     assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
     const s = await q.stats(arena);

@@ -199,6 +199,73 @@ describe('fairness', () => {
     assert.ok(slow.length <= Math.floor(spanUs / 100_000) + 1, `slow ${slow.length} in ${spanUs} µs`);
     assert.ok(Math.abs(a - b) <= 1, `fastA ${a} fastB ${b}`);
   });
+
+  it('serves a due rate-limited queue before queues that are merely ready (its whole rate among 20 always-ready queues), never under 1/R apart', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const busy = Array.from({ length: 20 }, (_, i) => `busy${i}`);
+    await q.setLimits(arena, { slow: { rate: 1 }, ...Object.fromEntries(busy.map((n) => [n, { rate: 'unlimited' as const }])) });
+    await q.enqueue(arena, 'slow', Array.from({ length: 10 }, (_, i) => `s${i}`));
+    for (const n of busy) await q.enqueue(arena, n, Array.from({ length: 3000 }, (_, i) => `${n}-${i}`));
+    const served: Lease[] = [];
+    const ac = new AbortController();
+    const stop = setTimeout(() => ac.abort(), 4500);
+    // Two workers, each lease held ~3 ms: the round-robin over 21 queues takes
+    // ~30 ms, so the slow queue's 1/s is far below its fair share.
+    await Promise.all(
+      [0, 1].map(async () => {
+        for (;;) {
+          const l = await q.take(arena, { signal: ac.signal });
+          if (!l) return;
+          served.push(l);
+          await sleep(3);
+          await q.commit(l);
+        }
+      }),
+    );
+    clearTimeout(stop);
+    const byTime = [...served].sort((x, y) => x.servedAt - y.servedAt);
+    const slow = byTime.filter((l) => l.queue === 'slow');
+    assert.ok(slow.length >= 4, `slow served ${slow.length} times in 4.5 s`);
+    for (let i = 1; i < slow.length; i++) {
+      const prev = slow[i - 1] as Lease;
+      const cur = slow[i] as Lease;
+      const slotUs = servedUs(prev) + 1_000_000;
+      assert.ok(servedUs(cur) >= slotUs, `gap ${servedUs(cur) - servedUs(prev)} µs`);
+      // Due first: no other queue is served between the slow queue's slot and its serve.
+      const between = byTime.filter((l) => l.queue !== 'slow' && servedUs(l) > slotUs && servedUs(l) < servedUs(cur));
+      assert.equal(between.length, 0, `${between.length} serves of ready queues went first (slot ${slotUs}, served ${servedUs(cur)})`);
+    }
+  });
+
+  it('ahead: slots are served before they come, at their exact time, the next counted from the slot (full pace)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { site: { rate: 50 } });
+    await q.enqueue(arena, 'site', Array.from({ length: 30 }, (_, i) => `u${i}`));
+    const served: Lease[] = [];
+    const receivedEarly: number[] = [];
+    const ac = new AbortController();
+    await Promise.all(
+      [0, 1, 2, 3].map(async () => {
+        while (served.length < 30) {
+          const l = await q.take(arena, { signal: ac.signal, aheadMs: 15 });
+          if (!l) return;
+          served.push(l);
+          receivedEarly.push(l.localServedAt - performance.now());
+          await q.commit(l);
+          if (served.length >= 30) ac.abort();
+        }
+      }),
+    );
+    const gaps = gapsUs(served);
+    assert.ok(Math.min(...gaps) >= 20_000, `smallest gap ${Math.min(...gaps)} µs`);
+    // Slots back to back: most gaps are exactly the interval (a late call only delays its own slot).
+    const exact = gaps.filter((g) => g === 20_000).length;
+    assert.ok(exact >= gaps.length / 2, `${exact} of ${gaps.length} gaps exactly 20,000 µs`);
+    assert.ok(receivedEarly.some((ms) => ms > 0), 'some leases arrived before their slot');
+    await assert.rejects(q.dequeue(arena, { aheadMs: 1001 }), /aheadMs/);
+  });
 });
 
 describe('in-flight cap', () => {
