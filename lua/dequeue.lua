@@ -20,12 +20,14 @@
   A served queue goes back to the tail of the round-robin, or to `sched` at
   its next allowed time, so a batch is as fair and as polite as single calls.
 
-  Due before ready (max-min fairness). A rate-limited queue whose slot has
-  come is placed ahead of the round-robin (earliest slot first) when its rate
-  is below the fair share (its interval at least one turn of the round-robin,
-  estimated from the arena's recent serve pace), so it gets its whole rate
-  however many always-ready queues there are; a queue asking for more than
-  the fair share joins the tail and gets the fair share.
+  Due queues by their fair turn (max-min fairness, as start-time fair
+  queuing). Turns count serves. A rate-limited queue whose slot has come
+  re-enters the round-robin where its turn would be had it stayed in it: one
+  interval's worth of serves (its interval ÷ the arena's recent µs per
+  serve) before the tail, but never ahead of the head. So a queue whose rate
+  is below its fair share (its interval longer than a turn of the
+  round-robin) goes to the head and gets its whole rate however many
+  always-ready queues there are, and one asking for more gets the fair share.
 
   Ahead. A caller that holds each lease to its slot itself (the crawler's
   pacer does) passes `ahead`: a slot up to that far in the future may be
@@ -63,9 +65,6 @@ local POP_TRIES = 16
 -- and how long after its slot a claim lapses (a claimant that died).
 local CLAIM_SCAN = 16
 local CLAIM_GRACE_US = 20000
--- Ready scores: turn numbers count up from 1; a due queue with priority is
--- scored below every turn, by its slot (µs since the epoch, exact in a double).
-local DUE_BASE = 4e15
 -- Weight of the newest serve in the arena's pace estimate (meta 'gap': µs between serves).
 local PACE_WEIGHT = 0.05
 
@@ -129,22 +128,20 @@ local function promote_due_retries(now)
   end
 end
 
--- Queues whose slot has come (or comes within `ahead`) leave `sched`: ahead
--- of the round-robin, by slot, when their rate is below the fair share (see
--- the header); otherwise at its tail, earliest first.
-local function promote_due_queues(now, horizon)
-  local sched = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH, 'WITHSCORES')
-  if #sched == 0 then return end
-  local gap = tonumber(redis.call('HGET', K_META, 'gap') or '0')
-  local round = redis.call('ZCARD', K_READY) * gap
-  for i = 1, #sched, 2 do
-    local qid, at = sched[i], tonumber(sched[i + 1])
+-- Queues whose slot has come (or comes within `ahead`) leave `sched`, earliest
+-- first, for the round-robin at their fair turn (see the header).
+local function promote_due_queues(horizon)
+  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
+  if #due == 0 then return end
+  local m = redis.call('HMGET', K_META, 'turn', 'gap')
+  local turn, gap = tonumber(m[1] or '0'), tonumber(m[2] or '0')
+  local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+  local first = tonumber(head[2] or turn)
+  for i, qid in ipairs(due) do
     redis.call('ZREM', K_SCHED, qid)
-    if qstate(qid).iv >= round then
-      redis.call('ZADD', K_READY, fmt(at - DUE_BASE), qid)
-    else
-      redis.call('ZADD', K_READY, mincr('turn', 1), qid)
-    end
+    local skipped = gap > 0 and qstate(qid).iv / gap or math.huge
+    -- (+ i/1000: queues placed together keep their slots' order.)
+    redis.call('ZADD', K_READY, string.format('%.3f', math.max(turn - skipped, first - 1) + i / 1000), qid)
   end
 end
 
@@ -207,13 +204,13 @@ local function wait_reply(now, promise_ready)
   return { math.max(0, w - now), '' }
 end
 
--- The next queue to serve: a due queue ahead of the round-robin, else the
+-- The next queue to serve: a due rate-limited queue at the head, else the
 -- caller's promised one if it is ready, else the head of the round-robin, passing over (at most CLAIM_SCAN) queues
 -- promised to other callers; those keep their place (`passed`, put back after).
 local function next_queue(now, passed)
-  -- A due queue (scored below every turn) goes before the caller's promise too.
-  local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
-  local due_first = head[2] ~= nil and tonumber(head[2]) < 0 and qstate(head[1]).cl <= now
+  -- A rate-limited queue at the head is due: it goes before the caller's promise too.
+  local head = redis.call('ZRANGE', K_READY, 0, 0)
+  local due_first = head[1] ~= nil and qstate(head[1]).iv > 0 and qstate(head[1]).cl <= now
   if promised ~= '' and due_first then
     -- The promise gives way; its queue keeps its turn and is free for anyone.
     if redis.call('ZSCORE', K_READY, promised) then
@@ -272,6 +269,8 @@ local function serve(now, horizon)
       local item, attempts = take_head(qid, st)
       st.cl = 0
       taken = taken + 1
+      -- Every serve is a turn, wherever its queue goes next (see the header).
+      turn = turn + 1
       -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
       if item then
         st.l = st.l + 1
@@ -284,7 +283,6 @@ local function serve(now, horizon)
       -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
       if schedulable(st) then
         if due_at(st) <= horizon then
-          turn = turn + 1
           redis.call('ZADD', K_READY, turn, qid)
         else
           redis.call('ZADD', K_SCHED, fmt(due_at(st)), qid)
@@ -316,7 +314,7 @@ local now = now_us()
 local horizon = now + ahead
 reap_expired(now, REAP_BATCH)
 promote_due_retries(now)
-promote_due_queues(now, horizon)
+promote_due_queues(horizon)
 local held = redis.call('HGET', K_META, 'held') == '1'
 local leases = {}
 if not held then leases = serve(now, horizon) end
