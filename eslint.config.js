@@ -81,6 +81,15 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
+    // Plain ES modules preloaded into test processes (node --import).
+    files: ['test/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { performance: 'readonly', process: 'readonly' },
+    },
+  },
+  {
     // The status page's script runs in a browser, as plain JavaScript.
     files: ['web/**/*.js'],
     ...tseslint.configs.disableTypeChecked,

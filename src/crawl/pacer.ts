@@ -3,14 +3,17 @@ import type { TallyName } from './tally.js';
 
 export const PACING = {
   /**
-   * A slot's request is sent this long after Redis served the slot, and only
-   * if it can go within sendSlackMs of that: so the gaps a server sees are
-   * the gaps Redis decided, whatever each worker did in between (robots
-   * lookup, an event loop busy parsing a big page). A slot missed by more is
-   * handed back unused: politeness over throughput.
+   * A slot's request is sent this long after its slot, and only if it can go
+   * within sendSlackMs of that (counting the clock's uncertainty): so the
+   * gaps a server sees are the gaps Redis decided, whatever each worker did
+   * in between (robots lookup, an event loop busy parsing a big page), short
+   * by at most the slack. Later than that, the domain's next slot is pushed
+   * out by the lateness first if it has not been handed out yet; otherwise
+   * the slot is handed back unused: politeness over throughput.
    */
   sendDelayMs: 2,
-  sendSlackMs: 1,
+  /** Within the 5 ms a server may see a gap short by (timer overshoot, the clock's ± spread). */
+  sendSlackMs: 3,
   /**
    * Leases are taken up to this long before their slot (the queue's
    * `aheadMs`): a lane holds its lease to the slot, so the dequeue call's own
@@ -77,12 +80,14 @@ export class SendPacer {
     const late = this.clock.now() - sendAt + 2 * u;
     if (late <= PACING.sendSlackMs) return sendAt;
     // Push the domain's next slot out by the lateness (plus what the pause call
-    // itself may add), while that slot is still ahead; then send.
+    // itself may add), while that slot has not been handed out (slots go out
+    // aheadMs before their time); then send.
     const cover = late + PACING.pauseCoverMs;
-    if (lease.intervalMs - PACING.sendDelayMs - cover > 0) {
+    const nextOut = lease.servedAt + lease.intervalMs - PACING.aheadMs;
+    if (this.queue.clock.toRedis(this.clock.now()) + cover < nextOut) {
       await this.pushNextSlot(lease, cover);
       const now = this.clock.now();
-      if (now - sendAt <= cover && this.queue.clock.toRedis(now) < lease.servedAt + lease.intervalMs) {
+      if (now - sendAt <= cover && this.queue.clock.toRedis(now) < nextOut) {
         this.count(lease.queue, 'lateSends');
         // The pause already covers this much lateness.
         return sendAt + cover - 2 * u;
@@ -94,24 +99,19 @@ export class SendPacer {
 
   /**
    * The last check before a request leaves, made as its headers are written
-   * (Fetcher's send gate): on time, go; late by at most maxWriteLateMs, go
-   * and push the domain's next slot out by the lateness; later than that,
-   * don't send at all (the lease goes back unused). The decision made in
-   * hold() can be undone by a busy event loop between it and the write;
-   * this one cannot.
+   * (Fetcher's send gate): within maxWriteLateMs of the planned time, go;
+   * later, don't send at all (the lease goes back unused): the next slot may
+   * already be out, and no push could reach it. The decision made in hold()
+   * can be undone by a busy event loop between it and the write; this one
+   * cannot.
    */
   gate(lease: Lease, plannedAt: number): (at: number) => boolean {
     return (at) => {
       if (lease.intervalMs === 0) return true;
       const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
-      if (late <= PACING.sendSlackMs) return true;
-      if (late > PACING.maxWriteLateMs) {
-        this.count(lease.queue, 'lateSlots');
-        return false;
-      }
-      this.count(lease.queue, 'lateSends');
-      void this.pushNextSlot(lease, late).catch(() => undefined);
-      return true;
+      if (late <= PACING.maxWriteLateMs) return true;
+      this.count(lease.queue, 'lateSlots');
+      return false;
     };
   }
 

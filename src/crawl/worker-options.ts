@@ -8,8 +8,12 @@ import type { JsonlWriter } from './output.js';
 export const WORKER_DEFAULTS = {
   /** Fetches in flight at once in one worker process (its lanes), across domains. */
   concurrency: 16,
-  /** Lease per URL; renewed every third of a lease while its URL is handled. */
-  leaseMs: 60_000,
+  /**
+   * Lease per URL; renewed every third of a lease while its URL is handled,
+   * so a live worker keeps its URLs however long a fetch takes, and a dead
+   * worker's URLs go back to the queue within this of its last renewal.
+   */
+  leaseMs: 10_000,
   /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
   drainCheckMs: 500,
 } as const;

@@ -3,40 +3,44 @@
  * returns Redis's time gives a sample: Redis read its clock somewhere
  * between send and reply, so offset = redisMs - (sent + received) / 2 is
  * right to within half the round trip. A round trip stretched by a busy
- * event loop gives a poor sample, so the estimate keeps the sample with the
- * shortest round trip, renewed every few seconds (clocks drift slowly).
+ * event loop gives a poor sample, so the estimate is the sample with the
+ * shortest round trip among those of the last `windowMs` (a minimum filter,
+ * as NTP's): one slow reply never replaces a good recent one, and the
+ * estimate still follows a drifting clock.
  * Only used to act at a fixed offset from a slot Redis decided; never to decide one.
  */
 export class RedisClock {
-  private offset: number | null = null;
-  private bestRtt = Infinity;
-  private bestAt = 0;
+  /** Recent samples, oldest first: at most maxSamples, none older than windowMs but the newest. */
+  private samples: { offset: number; rtt: number; at: number }[] = [];
+  private best: { offset: number; rtt: number; at: number } | null = null;
 
-  /** Ms a sample stays the best before any newer one may replace it. */
-  static readonly renewMs = 5000;
+  /** How long a sample may stand as the best. */
+  static readonly windowMs = 10_000;
+  static readonly maxSamples = 64;
 
   sample(redisMs: number, sentAt: number, receivedAt: number): void {
     if (!Number.isFinite(redisMs) || redisMs <= 0) return;
-    const rtt = receivedAt - sentAt;
-    if (this.offset === null || rtt <= this.bestRtt || receivedAt - this.bestAt > RedisClock.renewMs) {
-      this.offset = redisMs - (sentAt + receivedAt) / 2;
-      this.bestRtt = rtt;
-      this.bestAt = receivedAt;
+    const s = { offset: redisMs - (sentAt + receivedAt) / 2, rtt: receivedAt - sentAt, at: receivedAt };
+    this.samples.push(s);
+    const oldest = receivedAt - RedisClock.windowMs;
+    while (this.samples.length > RedisClock.maxSamples || (this.samples.length > 1 && (this.samples[0] as typeof s).at < oldest)) this.samples.shift();
+    if (this.best === null || s.rtt <= this.best.rtt || this.best.at < oldest) {
+      this.best = this.samples.reduce((a, b) => (b.rtt <= a.rtt ? b : a));
     }
   }
 
   /** A Redis time (ms since the epoch) on the performance.now() clock. */
   toLocal(redisMs: number): number {
-    return this.offset === null ? performance.now() : redisMs - this.offset;
+    return this.best === null ? performance.now() : redisMs - this.best.offset;
   }
 
   /** A performance.now() time on Redis's clock (ms since the epoch). */
   toRedis(localMs: number): number {
-    return this.offset === null ? Date.now() : localMs + this.offset;
+    return this.best === null ? Date.now() : localMs + this.best.offset;
   }
 
   /** Half the round trip of the sample in use: the estimate's error bound, ms. */
   get uncertaintyMs(): number {
-    return Number.isFinite(this.bestRtt) ? this.bestRtt / 2 : 0;
+    return this.best ? this.best.rtt / 2 : 0;
   }
 }

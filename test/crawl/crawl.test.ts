@@ -20,7 +20,7 @@ import { readJsonl, timeline, useCrawlWorld } from '../helpers/world.js';
 /**
  * Tolerance, ms: the fixture servers share this process's event loop with
  * the workers, so an arrival is stamped when the loop gets to it; and a
- * worker may send up to WORKER_DEFAULTS.sendSlackMs (1 ms) after its slot.
+ * worker may send up to PACING.sendSlackMs (3 ms) after its slot.
  */
 const CLOCK_MS = 5;
 

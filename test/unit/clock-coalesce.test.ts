@@ -17,7 +17,10 @@ describe('RedisClock', () => {
     c.sample(20_000, 300, 302); // better: taken (offset 19,699)
     assert.equal(c.toRedis(301), 20_000);
     assert.equal(c.uncertaintyMs, 1);
-    c.sample(30_000, 300 + RedisClock.renewMs + 10, 300 + RedisClock.renewMs + 30); // stale best: any newer sample replaces it
+    c.sample(25_000, 1000, 1060); // one slow reply: the good recent sample stays
+    assert.equal(c.uncertaintyMs, 1);
+    const later = 300 + RedisClock.windowMs + 10;
+    c.sample(30_000, later, later + 20); // the best has left the window: the best of what remains
     assert.equal(c.uncertaintyMs, 10);
   });
 

@@ -79,6 +79,25 @@ describe('send pacer', () => {
     assert.deepEqual(counts, ['lateSends']);
   });
 
+  it('late past the slack when the next slot is already handed out (slots go out aheadMs early): given up, no push', async () => {
+    const clock = fakeClock(0, 10);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    // interval 25 ms: the next slot went out at 100 + 25 − aheadMs, before this wake.
+    assert.equal(await p.hold(lease(100, 25)), null);
+    assert.deepEqual(q.pauses, []);
+    assert.deepEqual(counts, ['lateSlots']);
+  });
+
+  it('late within the slack: sent, no push (the gap after it is short by at most the slack)', async () => {
+    const clock = fakeClock(0, PACING.sendSlackMs - 0.5);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    assert.equal(await p.hold(lease(100, 500)), 100 + PACING.sendDelayMs);
+    assert.deepEqual(q.pauses, []);
+    assert.deepEqual(counts, []);
+  });
+
   it('too late to cover (the next slot may be served already): the slot is given up', async () => {
     const clock = fakeClock(0, 600);
     const q = fakeQueue(clock);
@@ -105,18 +124,16 @@ describe('send pacer', () => {
     assert.equal(await p.hold(lease(100, 500), ac.signal), null);
   });
 
-  it('the send gate, as headers are written: on time go; a little late go and push the next slot; later not at all', async () => {
+  it('the send gate, as headers are written: within maxWriteLateMs go; later not at all (no push could reach a slot already out)', () => {
     const clock = fakeClock(150);
     const q = fakeQueue(clock);
     const { pacer: p, counts } = pacer(clock, q);
     const gate = p.gate(lease(100, 500), 110);
-    assert.equal(gate(110 + PACING.sendSlackMs), true);
-    assert.deepEqual(q.pauses, []);
+    assert.equal(gate(110), true);
     assert.equal(gate(110 + PACING.maxWriteLateMs - 0.5), true);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 1, 'pushed by the lateness');
     assert.equal(gate(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
-    assert.deepEqual(counts, ['lateSends', 'lateSlots']);
+    assert.deepEqual(q.pauses, []);
+    assert.deepEqual(counts, ['lateSlots']);
     assert.equal(p.gate(lease(100, 0), 110)(900), true, 'unlimited: no slot to keep');
     const uncertain = pacer(clock, fakeQueue(clock, 2));
     assert.equal(uncertain.pacer.gate(lease(100, 500), 110)(110), false, 'the clock spread counts as lateness');
