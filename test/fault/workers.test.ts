@@ -27,6 +27,43 @@ const world = useCrawlWorld('workers', async () => {
 
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
 
+describe("a killed worker's URLs", () => {
+  it('come back within the default lease (10 s) of the kill, to a live worker', async (t) => {
+    const N = 4;
+    const answered = new Set<string>();
+    const seen: { path: string; at: number }[] = [];
+    // The first request for each URL never answers: the first worker holds them all when it dies.
+    const site = await world.web.site('K', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html(Array.from({ length: N }, (_, i) => `<a href="/k/${i}">${i}</a>`).join('')) }, (req, res) => {
+      const path = req.url ?? '';
+      seen.push({ path, at: performance.now() });
+      if (!answered.has(path) && seen.filter((r) => r.path === path).length === 1) return;
+      answered.add(path);
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html('ok'));
+    });
+    const seedPath = join(world.dir, 'killed.yaml');
+    await writeFile(seedPath, `arena: killed\nrateLimits:\n  "${site.key}": unlimited\nstart: ["${site.origin}/"]\nallowPrivateNetworks: true\nmaxInFlightPerDomain: ${N}\n`);
+    await kickoff(world.redis, validateSeed({ arena: 'killed', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], allowPrivateNetworks: true, maxInFlightPerDomain: N }));
+    const start = (): ChildProcess => spawn(process.execPath, [cliBundle(), 'worker', seedPath, '--redis', world.server.url, '--exit-when-done', '--concurrency', String(N)], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
+    const first = start();
+    const held = (): number => new Set(seen.filter((r) => r.path.startsWith('/k/')).map((r) => r.path)).size;
+    for (let i = 0; i < 300 && held() < N; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(held(), N, 'the first worker holds every URL');
+    first.kill('SIGKILL');
+    const killedAt = performance.now();
+    await exited(first);
+    const second = start();
+    assert.equal(await exited(second), 0);
+    const back = seen.filter((r) => r.path.startsWith('/k/') && r.at > killedAt);
+    assert.equal(new Set(back.map((r) => r.path)).size, N, 'every held URL fetched again');
+    const latest = Math.max(...back.map((r) => r.at)) - killedAt;
+    t.diagnostic(`the dead worker's ${N} URLs were fetched again ${(Math.min(...back.map((r) => r.at)) - killedAt).toFixed(0)}–${latest.toFixed(0)} ms after the kill`);
+    // The lease lapses 10 s after its last renewal (before the kill); the idle
+    // worker's wait ends at that expiry (two seconds' grace for a loaded machine).
+    assert.ok(latest <= 12_000, `${latest.toFixed(0)} ms`);
+  });
+});
+
 describe('workers killed at random', () => {
   it('WARC: workers SIGKILLed mid-write leave every earlier record readable, and each URL complete in some file', async (t) => {
     const BODY = 4 * 1024 * 1024;
