@@ -24,7 +24,9 @@ import * as cheerio from 'cheerio';
 import { Redis } from 'ioredis';
 import { extractLinks } from '../src/crawl/links.js';
 import { normalizeUrl } from '../src/crawl/normalize.js';
+import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
+import { paceBenchmarks } from './pace.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const ORIGINS = Number(process.env.BENCH_ORIGINS ?? 4);
@@ -32,17 +34,31 @@ const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const root = findCorpus();
-if (!root) {
-  process.stderr.write('bench:crawl needs the python3-doc corpus: apt-get install python3-doc (Debian/Ubuntu)\n');
-  process.exit(2);
-}
-
 const rows: [string, string, string][] = [];
 const out = (name: string, value: string, note = ''): void => {
   rows.push([name, value, note]);
   console.log(`${name.padEnd(58)} ${value.padStart(12)}  ${note}`);
 };
+const table = (): void => {
+  console.log('\n| measure | value | note |\n| --- | ---: | --- |');
+  for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
+};
+
+/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), or all (default). */
+const PART = process.env.BENCH_PART ?? 'all';
+if (PART === 'pace') {
+  const dir = await mkdtemp(join(tmpdir(), 'weir-pace-'));
+  await paceBenchmarks(out, dir);
+  table();
+  await rm(dir, { recursive: true, force: true });
+  process.exit(0);
+}
+
+const root = findCorpus();
+if (!root) {
+  process.stderr.write('bench:crawl needs the python3-doc corpus: apt-get install python3-doc (Debian/Ubuntu); BENCH_PART=pace runs the rest\n');
+  process.exit(2);
+}
 
 /** HTML pages reachable by a[href]/area[href] links from index.html, as paths. */
 async function reachable(): Promise<Set<string>> {
@@ -123,6 +139,8 @@ await writeFile(
   ].join('\n'),
 );
 interface WeirRun {
+  /** From `weir crawl` starting to its exit, ms. */
+  wallMs: number;
   pages: number;
   rate: number;
   span: number;
@@ -134,18 +152,20 @@ interface WeirRun {
 }
 
 /** One `weir crawl` of the corpus on an emptied Redis; `extra` flags (say, --warc DIR). */
-async function weirCrawl(extra: string[]): Promise<WeirRun> {
+async function weirCrawl(extra: string[], on: { seedPath: string; servers: CorpusServers; origins: number; concurrency: number } = { seedPath, servers, origins: ORIGINS, concurrency: CONCURRENCY }): Promise<WeirRun> {
   await redis.flushall();
   await redis.config('RESETSTAT');
-  servers.reset();
+  on.servers.reset();
   const r0 = await redisNumbers();
-  const run = await runProcess(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'crawl', seedPath, '--workers', String(WORKERS), '--concurrency', String(CONCURRENCY), '--out', join(tmp, 'weir.jsonl'), '--redis', redisServer.url, ...extra], { WEIR_LOG_LEVEL: 'info' });
+  const t0 = performance.now();
+  const run = await runProcess(process.execPath, [cliBundle(), 'crawl', on.seedPath, '--workers', String(WORKERS), '--concurrency', String(on.concurrency), '--out', join(tmp, 'weir.jsonl'), '--redis', redisServer.url, ...extra], { WEIR_LOG_LEVEL: 'info' });
+  const wallMs = performance.now() - t0;
   const r1 = await redisNumbers();
   if (run.code !== 0) {
     process.stderr.write(run.stderr);
     throw new Error(`weir crawl exited ${run.code}`);
   }
-  const log = [...servers.log];
+  const log = [...on.servers.log];
   const pages = htmlPages(log);
   let workerCpuMs = 0;
   for (const line of run.stderr.split('\n')) {
@@ -158,11 +178,11 @@ async function weirCrawl(extra: string[]): Promise<WeirRun> {
     .split('\n')
     .reduce((a, l) => a + ((JSON.parse(l) as { links: number }).links ?? 0), 0);
   let missing = 0;
-  for (let o = 0; o < ORIGINS; o++) {
+  for (let o = 0; o < on.origins; o++) {
     const got = new Set(pages.filter((r) => r.origin === o).map((r) => r.path));
     for (const p of want) if (!got.has(p)) missing++;
   }
-  return { pages: pages.length, rate: pages.length / span(log), span: span(log), workerCpuMs, calls: r1.calls - r0.calls, cpu: r1.cpu - r0.cpu, links, missing };
+  return { wallMs, pages: pages.length, rate: pages.length / span(log), span: span(log), workerCpuMs, calls: r1.calls - r0.calls, cpu: r1.cpu - r0.cpu, links, missing };
 }
 
 const w = await weirCrawl([]);
@@ -182,6 +202,31 @@ out('weir --warc: pages/s', ww.rate.toFixed(1), `${ww.pages} pages, ${ww.missing
 out('weir --warc / weir pages/s', (ww.rate / weirRate).toFixed(2), 'same run, same corpus');
 out('weir --warc: worker CPU per page (ms)', (ww.workerCpuMs / ww.pages).toFixed(2), `vs ${(w.workerCpuMs / w.pages).toFixed(2)} without`);
 out('weir --warc: WARC bytes per page', (warcBytes / ww.pages).toFixed(0), `${(warcBytes / 1024 / 1024).toFixed(1)} MiB in ${(await readdir(warcDir)).length} files (gzip per record; robots.txt included)`);
+// One origin, 8 in flight: unlimited, and a numeric limit of 100,000/s
+// (10 µs between requests: politeness machinery on, but no real wait), against
+// wget -r on the same origin. Wall time is from the command's start to its exit.
+const single = await serveCorpus(root, 1);
+const singleSeed = async (rate: string): Promise<string> => {
+  const path = join(tmp, `single-${rate}.yaml`);
+  await writeFile(path, ['arena: bench', 'rateLimits:', `  "127.0.0.1:${single.ports[0]}": ${rate}`, 'start:', `  - ${single.origins[0]}/index.html`, 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 8', 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }', ''].join('\n'));
+  return path;
+};
+const su = await weirCrawl([], { seedPath: await singleSeed('unlimited'), servers: single, origins: 1, concurrency: 16 });
+const sn = await weirCrawl([], { seedPath: await singleSeed('100000'), servers: single, origins: 1, concurrency: 16 });
+single.reset();
+const t1 = performance.now();
+const sw = await runProcess('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', join(tmp, 'wget-single'), `${single.origins[0]}/index.html`]);
+const swWall = performance.now() - t1;
+const swPages = htmlPages(single.log);
+const swRate = swPages.length / span(single.log);
+out('one origin, wget -r: pages/s (wall s)', `${swRate.toFixed(1)} (${(swWall / 1000).toFixed(2)})`, `${swPages.length} pages, exit ${sw.code}`);
+out('one origin, weir unlimited, 8 in flight: pages/s (wall s)', `${su.rate.toFixed(1)} (${(su.wallMs / 1000).toFixed(2)})`, `${su.pages} pages, ${su.missing} missed; worker CPU ${(su.workerCpuMs / su.pages).toFixed(2)} ms/page`);
+out('one origin, weir 100,000/s, 8 in flight: pages/s (wall s)', `${sn.rate.toFixed(1)} (${(sn.wallMs / 1000).toFixed(2)})`, `${sn.pages} pages, ${sn.missing} missed; worker CPU ${(sn.workerCpuMs / sn.pages).toFixed(2)} ms/page`);
+out('one origin: weir unlimited / wget pages/s', (su.rate / swRate).toFixed(2), 'target ≥ 2');
+out('one origin: weir 100,000/s / wget pages/s', (sn.rate / swRate).toFixed(2), 'target ≥ 1.5');
+out('one origin: weir / wget wall time (unlimited, 100,000/s)', `${(su.wallMs / swWall).toFixed(2)}, ${(sn.wallMs / swWall).toFixed(2)}`, 'target ≤ 1.3');
+await single.close();
+
 redis.disconnect();
 await redisServer.destroy();
 
@@ -225,8 +270,8 @@ out('ceiling: cheerio.load + select, one core (pages/s)', cheerioRate.toFixed(0)
 out('weir / wget pages/s', (weirRate / wgetRate).toFixed(2), 'target ≥ 1');
 out('weir / Crawlee pages/s', (weirRate / crawleeRate).toFixed(2), 'target ≥ 5');
 
-console.log('\n| measure | value | note |\n| --- | ---: | --- |');
-for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
+if (PART === 'all') await paceBenchmarks(out, tmp);
+table();
 console.log(`\nfiles: ${relative(ROOT, tmp)}`);
 await servers.close();
 await rm(tmp, { recursive: true, force: true });

@@ -24,6 +24,12 @@ export const PACING = {
   /** What a pause call itself may add to a late send's lateness, ms. */
   pauseCoverMs: 5,
   /**
+   * A push sent as a late request goes out (the send gate) counts only if the
+   * domain's next slot is handed out at least this much later: time for the
+   * pause call to land first, even on a loaded machine.
+   */
+  pushMarginMs: 50,
+  /**
    * A request whose headers would reach the socket later than this after
    * their planned time is not sent (see gate()): the next slot may already
    * be out, and the gap after its predecessor would be short by as much.
@@ -99,17 +105,25 @@ export class SendPacer {
 
   /**
    * The last check before a request leaves, made as its headers are written
-   * (Fetcher's send gate): within maxWriteLateMs of the planned time, go;
-   * later, don't send at all (the lease goes back unused): the next slot may
-   * already be out, and no push could reach it. The decision made in hold()
-   * can be undone by a busy event loop between it and the write; this one
-   * cannot.
+   * (Fetcher's send gate): within maxWriteLateMs of the planned time, go.
+   * Later, go only if the domain's next slot is far enough from being handed
+   * out that a push by the lateness surely lands first (the push is sent as
+   * the request goes); else don't send at all (the lease goes back unused).
+   * The decision made in hold() can be undone by a busy event loop between
+   * it and the write; this one cannot.
    */
   gate(lease: Lease, plannedAt: number): (at: number) => boolean {
     return (at) => {
       if (lease.intervalMs === 0) return true;
       const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
       if (late <= PACING.maxWriteLateMs) return true;
+      const cover = late + PACING.pauseCoverMs;
+      const nextOut = lease.servedAt + lease.intervalMs - PACING.aheadMs;
+      if (this.queue.clock.toRedis(at) + cover + PACING.pushMarginMs < nextOut) {
+        this.count(lease.queue, 'lateSends');
+        void this.pushNextSlot(lease, cover).catch(() => undefined);
+        return true;
+      }
       this.count(lease.queue, 'lateSlots');
       return false;
     };

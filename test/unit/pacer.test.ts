@@ -124,18 +124,22 @@ describe('send pacer', () => {
     assert.equal(await p.hold(lease(100, 500), ac.signal), null);
   });
 
-  it('the send gate, as headers are written: within maxWriteLateMs go; later not at all (no push could reach a slot already out)', () => {
+  it('the send gate, as headers are written: within maxWriteLateMs go; later, go and push the next slot while it is far from being handed out; else not at all', async () => {
     const clock = fakeClock(150);
     const q = fakeQueue(clock);
     const { pacer: p, counts } = pacer(clock, q);
     const gate = p.gate(lease(100, 500), 110);
     assert.equal(gate(110), true);
     assert.equal(gate(110 + PACING.maxWriteLateMs - 0.5), true);
-    assert.equal(gate(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
     assert.deepEqual(q.pauses, []);
-    assert.deepEqual(counts, ['lateSlots']);
+    assert.equal(gate(110 + 10), true, 'late, but the next slot goes out only at 580: pushed');
+    await new Promise((r) => setImmediate(r));
+    assert.equal(q.pauses.length, 1);
+    // interval 60 ms: the next slot goes out at 100 + 60 − aheadMs, too soon for a push to land first.
+    assert.equal(p.gate(lease(100, 60), 110)(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
+    assert.deepEqual(counts, ['lateSends', 'lateSlots']);
     assert.equal(p.gate(lease(100, 0), 110)(900), true, 'unlimited: no slot to keep');
     const uncertain = pacer(clock, fakeQueue(clock, 2));
-    assert.equal(uncertain.pacer.gate(lease(100, 500), 110)(110), false, 'the clock spread counts as lateness');
+    assert.equal(uncertain.pacer.gate(lease(100, 60), 110)(110), false, 'the clock spread counts as lateness');
   });
 });

@@ -1,0 +1,92 @@
+/**
+ * Synthetic webs for the pace benchmarks: N sites on 127.0.0.1, each a
+ * binary tree of HTML pages ("/" is page 0, "/p/N" links to its two
+ * children), answering after a fixed latency, with optional robots.txt
+ * Crawl-delay and optional traps (pages that first answer 429 or 503 with
+ * Retry-After). Every request is logged with the server's own clock.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface SiteSpec {
+  pages: number;
+  latencyMs: number;
+  crawlDelay?: number;
+  /** Page numbers that answer `status` with Retry-After `retryAfter` s the first `times` times. */
+  traps?: { page: number; status: 429 | 503; retryAfter: number; times: number }[];
+}
+
+export interface SyntheticWeb {
+  origins: string[];
+  /** Domain keys: "127.0.0.1:<port>". */
+  keys: string[];
+  log: { site: number; path: string; at: number; status: number }[];
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const page = (n: number, pages: number): string =>
+  `<!doctype html><html><head><title>page ${n}</title></head><body><h1>${n}</h1>${[2 * n + 1, 2 * n + 2]
+    .filter((k) => k < pages)
+    .map((k) => `<a href="/p/${k}">page ${k}</a>`)
+    .join(' ')}<p>${'filler text '.repeat(40)}</p></body></html>`;
+
+export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb> {
+  const log: SyntheticWeb['log'] = [];
+  const servers: Server[] = [];
+  const ports: number[] = [];
+  for (const [i, spec] of specs.entries()) {
+    const tripped = new Map<number, number>();
+    const server = createServer((req, res) => {
+      const at = performance.now();
+      const path = req.url ?? '/';
+      const send = (status: number, body: string, headers: Record<string, string> = {}): void => {
+        log.push({ site: i, path, at, status });
+        res.writeHead(status, { 'content-type': path === '/robots.txt' ? 'text/plain' : 'text/html', ...headers });
+        res.end(body);
+      };
+      if (path === '/robots.txt') return send(200, `User-agent: *\n${spec.crawlDelay ? `Crawl-delay: ${spec.crawlDelay}\n` : ''}Allow: /\n`);
+      const n = path === '/' ? 0 : Number(/^\/p\/(\d+)$/.exec(path)?.[1] ?? -1);
+      if (n < 0 || n >= spec.pages) return send(404, 'no');
+      const trap = spec.traps?.find((t) => t.page === n);
+      setTimeout(() => {
+        if (trap && (tripped.get(n) ?? 0) < trap.times) {
+          tripped.set(n, (tripped.get(n) ?? 0) + 1);
+          return send(trap.status, 'slow down', { 'retry-after': String(trap.retryAfter) });
+        }
+        send(200, page(n, spec.pages));
+      }, spec.latencyMs);
+    });
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    servers.push(server);
+    ports.push((server.address() as AddressInfo).port);
+  }
+  return {
+    origins: ports.map((p) => `http://127.0.0.1:${p}`),
+    keys: ports.map((p) => `127.0.0.1:${p}`),
+    log,
+    reset: () => void log.splice(0),
+    close: async () => {
+      for (const s of servers) {
+        s.closeAllConnections();
+        await new Promise((r) => s.close(r));
+      }
+    },
+  };
+}
+
+/** Requests per site, from the log. */
+export function requestsBySite(log: SyntheticWeb['log'], sites: number): number[] {
+  const n = new Array<number>(sites).fill(0);
+  for (const r of log) n[r.site] = (n[r.site] ?? 0) + 1;
+  return n;
+}
+
+/** Smallest gap between two requests to one site, ms (server clock). */
+export function smallestGapBySite(log: SyntheticWeb['log'], site: number): number {
+  const t = log.filter((r) => r.site === site).map((r) => r.at).sort((a, b) => a - b);
+  let gap = Infinity;
+  for (let i = 1; i < t.length; i++) gap = Math.min(gap, (t[i] as number) - (t[i - 1] as number));
+  return gap;
+}
