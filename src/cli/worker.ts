@@ -27,7 +27,8 @@ export async function cmdWorker({ seed: local, url, log }: CommandContext, flags
     waitMs: flags.redisWaitMs,
     connectTimeoutMs: 2000,
     onRetry: (attempt, delayMs, error) => log.warn({ attempt, delayMs, error }, `Redis unreachable (${error}): retrying in ${delayMs} ms`),
-    onReconnect: (attempt, delayMs) => log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting'),
+    // Tries come every 0.5 s: say so on the first and then every 20th (10 s).
+    onReconnect: (attempt, delayMs) => void (attempt % 20 === 1 && log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting')),
   });
   await warnEviction(redis, log);
   log.info({ arena: local.arena }, 'worker starting');
