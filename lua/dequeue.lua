@@ -208,22 +208,21 @@ end
 -- caller's promised one if it is ready, else the head of the round-robin, passing over (at most CLAIM_SCAN) queues
 -- promised to other callers; those keep their place (`passed`, put back after).
 local function next_queue(now, passed)
-  -- A rate-limited queue at the head is due: it goes before the caller's promise too.
-  local head = redis.call('ZRANGE', K_READY, 0, 0)
-  local due_first = head[1] ~= nil and qstate(head[1]).iv > 0 and qstate(head[1]).cl <= now
-  if promised ~= '' and due_first then
-    -- The promise gives way; its queue keeps its turn and is free for anyone.
-    if redis.call('ZSCORE', K_READY, promised) then
-      local st = qstate(promised)
-      st.cl = 0
-      qdirty(promised, st)
-    end
-    promised = ''
-  end
   if promised ~= '' then
     local q = promised
     promised = ''
-    if redis.call('ZREM', K_READY, q) == 1 then return q end
+    -- A rate-limited queue at the head is due: it goes before the promise, which
+    -- gives way (its queue keeps its turn and is free for anyone).
+    local head = redis.call('ZRANGE', K_READY, 0, 0)[1]
+    if head and head ~= q and qstate(head).iv > 0 and qstate(head).cl <= now then
+      if redis.call('ZSCORE', K_READY, q) then
+        local st = qstate(q)
+        st.cl = 0
+        qdirty(q, st)
+      end
+    elseif redis.call('ZREM', K_READY, q) == 1 then
+      return q
+    end
   end
   for _ = 1, CLAIM_SCAN + 1 do
     local top = redis.call('ZPOPMIN', K_READY)
