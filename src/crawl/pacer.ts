@@ -37,6 +37,15 @@ export const PACING = {
   maxWriteLateMs: 3,
 } as const;
 
+/**
+ * An interval no longer than the send slack (above 333/s): however late a
+ * request goes, the gap after the one before is short by at most the
+ * interval itself, so at most the slack. Such requests still never go
+ * before their slot, but go without the send delay and without lateness
+ * checks (which would only hand slots back for nothing).
+ */
+const tinyInterval = (lease: Lease): boolean => lease.intervalMs <= PACING.sendSlackMs;
+
 /** This process's clock (performance.now()), replaceable in tests. */
 export interface LocalClock {
   now(): number;
@@ -80,9 +89,11 @@ export class SendPacer {
     // trip seen): wait for its latest possible time, so a request is never
     // early, and count the ±u spread as lateness the next slot must absorb.
     const u = this.queue.clock.uncertaintyMs;
-    const sendAt = lease.localServedAt + PACING.sendDelayMs + u;
+    const tiny = tinyInterval(lease);
+    const sendAt = lease.localServedAt + (tiny ? 0 : PACING.sendDelayMs) + u;
     await this.clock.sleepUntil(sendAt, signal);
     if (signal?.aborted) return null;
+    if (tiny) return Math.max(sendAt, this.clock.now());
     const late = this.clock.now() - sendAt + 2 * u;
     if (late <= PACING.sendSlackMs) return sendAt;
     // Push the domain's next slot out by the lateness (plus what the pause call
@@ -114,7 +125,7 @@ export class SendPacer {
    */
   gate(lease: Lease, plannedAt: number): (at: number) => boolean {
     return (at) => {
-      if (lease.intervalMs === 0) return true;
+      if (lease.intervalMs === 0 || tinyInterval(lease)) return true;
       const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
       if (late <= PACING.maxWriteLateMs) return true;
       const cover = late + PACING.pauseCoverMs;

@@ -1,6 +1,6 @@
 /**
- * Politeness as the server sees it when a worker sends late: two of three
- * worker processes have their event loops blocked for 100 ms right before every
+ * Politeness as the server sees it when a worker sends late: both worker
+ * processes have their event loops blocked for 100 ms right before every
  * second request goes out (test/helpers/late-sender.mjs). The next slot must
  * follow the late request's actual send, so no two requests reach the site
  * closer than 1/R − 5 ms, judged from the site's own log.
@@ -40,13 +40,13 @@ describe('late senders', () => {
     await writeFile(seedPath, JSON.stringify(storableSeed(seed)));
     await kickoff(world.redis, seed);
     const blockedLog = join(world.dir, 'blocked.log');
-    const worker = (late: boolean): ChildProcess =>
-      spawn(process.execPath, [...(late ? ['--import', LATE_SENDER] : []), cliBundle(), 'worker', seedPath, '--redis', world.server.url, '--exit-when-done', '--concurrency', late ? '4' : '1'], {
+    const worker = (): ChildProcess =>
+      spawn(process.execPath, ['--import', LATE_SENDER, cliBundle(), 'worker', seedPath, '--redis', world.server.url, '--exit-when-done', '--concurrency', '4'], {
         stdio: 'ignore',
         env: { ...process.env, WEIR_LOG_LEVEL: 'warn', LATE_SENDER_LOG: blockedLog },
       });
-    const workers = [worker(true), worker(true), worker(false)];
-    assert.deepEqual(await Promise.all(workers.map(exited)), [0, 0, 0]);
+    const workers = [worker(), worker()];
+    assert.deepEqual(await Promise.all(workers.map(exited)), [0, 0]);
 
     const keys = crawlKeys('late', new FairQueue(world.redis));
     const pages = Number(await world.redis.hget(keys.stats, '*:pages'));
@@ -55,7 +55,7 @@ describe('late senders', () => {
     const blocked = lines.filter((l) => l.startsWith('blocked')).length;
     const sent = lines.filter((l) => l === 'send').length;
     const late = Number(await world.redis.hget(keys.stats, '*:lateSends')) + Number(await world.redis.hget(keys.stats, '*:lateSlots'));
-    assert.ok(blocked >= 5 && late > 0, `the late senders blocked ${blocked} sends; ${late} late sends or missed slots counted`);
+    assert.ok(blocked >= PAGES / 2 - 5 && late > 0, `the late senders blocked ${blocked} sends; ${late} late sends or missed slots counted`);
     const log = await site.log();
     const gap = judgedGap(log);
     t.diagnostic(`${log.length} requests, smallest judged gap ${gap.toFixed(2)} ms (limit ${1000 / RATE} ms), ${sent} sends tried by the late workers, ${blocked} of them blocked 100 ms, ${late} counted late`);

@@ -60,6 +60,19 @@ describe('send pacer', () => {
     assert.deepEqual(counts, []);
   });
 
+  it('intervals within the send slack (100,000/s): never before the slot, but no send delay and no lateness checks', async () => {
+    const clock = fakeClock(0, 50); // wakes 50 ms late
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    const at = await p.hold(lease(100, 0.01));
+    assert.equal(at, 150, 'sent when it woke, late: the gap after the one before is short by at most 0.01 ms');
+    assert.deepEqual(q.pauses, []);
+    assert.equal(p.gate(lease(100, 0.01), 100)(900), true);
+    assert.deepEqual(counts, []);
+    const early = fakeClock(0);
+    assert.equal(await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)), 100, 'not before its slot');
+  });
+
   it('unlimited queues (interval 0) go at once', async () => {
     const clock = fakeClock(50);
     const { pacer: p } = pacer(clock, fakeQueue(clock));
