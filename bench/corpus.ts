@@ -5,9 +5,9 @@
  */
 import { existsSync, realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { RequestListener } from 'node:http';
 import { extname, join, normalize } from 'node:path';
+import { listenSites, type Sites } from './sites.js';
 
 export const DOC_ROOT_CANDIDATES = ['/usr/share/doc/python3-doc/html', '/usr/share/doc/python3.11-doc/html', '/usr/share/doc/python3.12-doc/html', '/usr/share/doc/python3.13-doc/html'];
 
@@ -26,21 +26,17 @@ const TYPES: Record<string, string> = {
   '.json': 'application/json',
 };
 
-export interface CorpusServers {
-  origins: string[];
-  ports: number[];
+export interface CorpusServers extends Sites {
   /** Arrival times (performance.now()) of requests per origin index, with paths. */
   log: { origin: number; path: string; at: number; status: number }[];
   reset(): void;
-  close(): Promise<void>;
 }
 
 export async function serveCorpus(root: string, count: number): Promise<CorpusServers> {
   const log: CorpusServers['log'] = [];
-  const servers: Server[] = [];
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const server = createServer((req, res) => {
+  const handler =
+    (i: number): RequestListener =>
+    (req, res) => {
       const at = performance.now();
       const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
       const respond = (status: number, type: string, body: Buffer | string): void => {
@@ -55,22 +51,7 @@ export async function serveCorpus(root: string, count: number): Promise<CorpusSe
         (body) => respond(200, TYPES[extname(file)] ?? 'application/octet-stream', body),
         () => respond(404, 'text/html', '<h1>not found</h1>'),
       );
-    });
-    server.keepAliveTimeout = 30_000;
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    servers.push(server);
-    ports.push((server.address() as AddressInfo).port);
-  }
-  return {
-    origins: ports.map((p) => `http://127.0.0.1:${p}`),
-    ports,
-    log,
-    reset: () => void log.splice(0),
-    close: async () => {
-      for (const s of servers) {
-        s.closeAllConnections();
-        await new Promise((r) => s.close(r));
-      }
-    },
-  };
+    };
+  const sites = await listenSites(Array.from({ length: count }, (_, i) => handler(i)));
+  return { ...sites, log, reset: () => void log.splice(0) };
 }

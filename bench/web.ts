@@ -5,8 +5,8 @@
  * Crawl-delay and optional traps (pages that first answer 429 or 503 with
  * Retry-After). Every request is logged with the server's own clock.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { RequestListener } from 'node:http';
+import { listenSites, type Sites } from './sites.js';
 
 export interface SiteSpec {
   pages: number;
@@ -16,13 +16,9 @@ export interface SiteSpec {
   traps?: { page: number; status: 429 | 503; retryAfter: number; times: number }[];
 }
 
-export interface SyntheticWeb {
-  origins: string[];
-  /** Domain keys: "127.0.0.1:<port>". */
-  keys: string[];
+export interface SyntheticWeb extends Sites {
   log: { site: number; path: string; at: number; status: number }[];
   reset(): void;
-  close(): Promise<void>;
 }
 
 const page = (n: number, pages: number): string =>
@@ -33,11 +29,9 @@ const page = (n: number, pages: number): string =>
 
 export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb> {
   const log: SyntheticWeb['log'] = [];
-  const servers: Server[] = [];
-  const ports: number[] = [];
-  for (const [i, spec] of specs.entries()) {
+  const handler = (i: number, spec: SiteSpec): RequestListener => {
     const tripped = new Map<number, number>();
-    const server = createServer((req, res) => {
+    return (req, res) => {
       const at = performance.now();
       const path = req.url ?? '/';
       const send = (status: number, body: string, headers: Record<string, string> = {}): void => {
@@ -56,24 +50,10 @@ export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb
         }
         send(200, page(n, spec.pages));
       }, spec.latencyMs);
-    });
-    server.keepAliveTimeout = 30_000;
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    servers.push(server);
-    ports.push((server.address() as AddressInfo).port);
-  }
-  return {
-    origins: ports.map((p) => `http://127.0.0.1:${p}`),
-    keys: ports.map((p) => `127.0.0.1:${p}`),
-    log,
-    reset: () => void log.splice(0),
-    close: async () => {
-      for (const s of servers) {
-        s.closeAllConnections();
-        await new Promise((r) => s.close(r));
-      }
-    },
+    };
   };
+  const sites = await listenSites(specs.map((spec, i) => handler(i, spec)));
+  return { ...sites, log, reset: () => void log.splice(0) };
 }
 
 /** Requests per site, from the log. */
