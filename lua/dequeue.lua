@@ -149,7 +149,8 @@ end
 -- the µs between serves (an idle spell counts as at most a second), kept in
 -- meta ('gap', 'lastserve') for the fair-share test above.
 local function paced(gap, last, now, served)
-  local g = math.min(now - last, 1000000) / served
+  -- (A clock stepped back counts as no time.)
+  local g = math.max(0, math.min(now - last, 1000000)) / served
   if last == 0 then return string.format('%.1f', g) end
   return string.format('%.1f', gap + PACE_WEIGHT * (g - gap))
 end
@@ -205,8 +206,9 @@ local function wait_reply(now, promise_ready)
 end
 
 -- The next queue to serve: a due rate-limited queue at the head, else the
--- caller's promised one if it is ready, else the head of the round-robin, passing over (at most CLAIM_SCAN) queues
--- promised to other callers; those keep their place (`passed`, put back after).
+-- caller's promised one if it is ready, else the head of the round-robin,
+-- passing over (at most CLAIM_SCAN) queues promised to other callers; those
+-- keep their place (`passed`, put back after).
 local function next_queue(now, passed)
   if promised ~= '' then
     local q = promised

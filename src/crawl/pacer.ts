@@ -31,8 +31,8 @@ export const PACING = {
   pushMarginMs: 50,
   /**
    * A request whose headers would reach the socket later than this after
-   * their planned time is not sent (see gate()): the next slot may already
-   * be out, and the gap after its predecessor would be short by as much.
+   * their planned time goes only if a push of the next slot surely lands
+   * before that slot is handed out (see gate()); else it is not sent.
    */
   maxWriteLateMs: 3,
 } as const;
