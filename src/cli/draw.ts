@@ -34,7 +34,7 @@ export function formatStats(s: CrawlStats): string {
   if (s.totals.sitemaps > 0) lines.push(`sitemaps: ${s.totals.sitemaps} read, ${s.totals.sitemapUrls} in-scope URLs found in them`);
   if (s.bloom) {
     lines.push(
-      `bloom: ${s.bloom.bits} bits, ${s.bloom.hashes} hashes, ${(s.bloom.fill * 100).toFixed(3)}% full, estimated false-positive rate ${s.bloom.estimatedFalsePositiveRate.toExponential(2)}`,
+      `bloom: ${s.bloom.bits} bits, ${s.bloom.hashes} hashes, ${(s.bloom.fill * 100).toFixed(3)}% full, estimated false-positive rate ${s.bloom.combinedFalsePositiveRate.toExponential(2)} (shared filter ${s.bloom.estimatedFalsePositiveRate.toExponential(2)}, workers' local filters at most ${s.bloom.localFalsePositiveRate.toExponential(2)})`,
     );
   }
   return lines.join('\n');

@@ -77,7 +77,7 @@ export function maxBloomItems(falsePositiveRate: number): number {
 }
 
 /** cyrb53: a fast, well-mixed 53-bit string hash (public domain, bryc). */
-function cyrb53(str: string, seed: number): number {
+export function cyrb53(str: string, seed: number): number {
   let h1 = 0xdeadbeef ^ seed;
   let h2 = 0x41c6ce57 ^ seed;
   for (let i = 0; i < str.length; i++) {

@@ -3,6 +3,7 @@ import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
 import type { FetchResult } from './fetch.js';
 import { encodeItem, type CrawlItem } from './keys.js';
 import { extractLinksAsync, headerNofollow } from './links.js';
+import { LocalSeen } from './local-seen.js';
 import { normalizeToUrl, normalizeUrl } from './normalize.js';
 import type { Tallies } from './tally.js';
 import type { Scope } from './scope.js';
@@ -27,11 +28,14 @@ export interface FollowedPage {
 /**
  * A page's links to new queued URLs: extracted (htmlparser2, plus the
  * user's onPage), normalised, deduped within the page, scoped, filtered,
- * depth-checked, then enqueued through the shared Bloom filter with one
+ * depth-checked, passed over when this worker already offered them (its
+ * local filter), then enqueued through the shared Bloom filter with one
  * queue call per target domain (concurrent, coalesced per queue).
  */
 export class LinkFollower {
   private readonly bloom: BloomParams;
+  /** What this worker has already offered to Redis (local-seen.ts). */
+  readonly localSeen: LocalSeen;
 
   constructor(
     private readonly queue: FairQueue,
@@ -40,6 +44,7 @@ export class LinkFollower {
     private readonly onPage?: OnPage,
   ) {
     this.bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
+    this.localSeen = new LocalSeen(seed.bloom.expectedUrls);
   }
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */
@@ -72,19 +77,24 @@ export class LinkFollower {
     }
     const depth = item.d + 1;
     const byDomain = new Map<string, CrawlItem[]>();
+    let localHits = 0;
     if (this.seed.maxDepth === null || depth <= this.seed.maxDepth) {
       for (const [n, u] of seen) {
         const d = this.scope.decide(n, u);
-        if (d.ok) push(byDomain, d.domain, { u: n, d: depth, r: item.u, h: 0 });
+        if (!d.ok) continue;
+        if (this.localSeen.has(n)) localHits++;
+        else push(byDomain, d.domain, { u: n, d: depth, r: item.u, h: 0 });
       }
     }
     const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
+    // Only once Redis has answered for them: a failed call leaves them to be offered again.
+    for (const items of byDomain.values()) this.localSeen.addAll(items.map((i) => i.u));
     return {
       links: seen.size,
       enqueued,
       title,
       error,
-      tallies: [['enqueued', enqueued], ['dedupeHits', candidates - enqueued], ['malformed', malformed]],
+      tallies: [['enqueued', enqueued], ['dedupeHits', candidates - enqueued + localHits], ['localHits', localHits], ['malformed', malformed]],
     };
   }
 

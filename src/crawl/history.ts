@@ -31,9 +31,11 @@ export class HistoryWriter {
   private pending = new Map<number, Map<string, number>>();
 
   constructor(
-    private readonly keys: Pick<CrawlKeys, 'history' | 'workers'>,
+    private readonly keys: Pick<CrawlKeys, 'history' | 'workers' | 'localFp'>,
     /** Redis's clock, ms. */
     private readonly now: () => number,
+    /** The worker's local seen filter's false-positive rate now (reported beside the shared filter's). */
+    private readonly localFalsePositiveRate: () => number = () => 0,
     readonly workerId = `${hostname()}/${process.pid}/${Math.random().toString(36).slice(2, 8)}`,
   ) {}
 
@@ -57,6 +59,8 @@ export class HistoryWriter {
     }
     this.pending = new Map();
     p.zadd(this.keys.workers, Math.round(now), this.workerId);
+    // Kept after the worker ends: URLs its filter dropped stay dropped, so status takes the largest.
+    p.hset(this.keys.localFp, this.workerId, this.localFalsePositiveRate().toExponential(3));
     p.zremrangebyscore(this.keys.workers, '-inf', Math.round(now - HISTORY.workerForgetMs));
   }
 }

@@ -30,6 +30,8 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     workers: k('workers'),
     /** Why a domain was last paused by the crawler: field domain, JSON {why, until}. */
     pauses: k('pauses'),
+    /** Each worker's local seen filter's false-positive rate, as it last flushed (field: worker id). */
+    localFp: k('localfp'),
   };
 }
 

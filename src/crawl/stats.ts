@@ -48,7 +48,17 @@ export interface CrawlStats {
   drained: boolean;
   totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; sitemaps: number; sitemapUrls: number };
   domains: DomainStats[];
-  bloom: { bits: number; hashes: number; fill: number; estimatedFalsePositiveRate: number } | null;
+  bloom: {
+    bits: number;
+    hashes: number;
+    fill: number;
+    /** The shared filter's, from its fill. */
+    estimatedFalsePositiveRate: number;
+    /** The largest any worker's local seen filter reported (0 before any did). */
+    localFalsePositiveRate: number;
+    /** A URL is dropped by mistake when either filter errs: 1 − (1 − shared)(1 − local). */
+    combinedFalsePositiveRate: number;
+  } | null;
   startedAt: number | null;
   /** Workers that wrote their counters within the last 15 s. */
   workers: number;
@@ -74,7 +84,9 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
   let bloom: CrawlStats['bloom'] = null;
   if (totals.dedupe) {
     const fill = (await queue.dedupeBitsSet(arena)) / totals.dedupe.bits;
-    bloom = { ...totals.dedupe, fill, estimatedFalsePositiveRate: estimatedFalsePositiveRate(fill, totals.dedupe.hashes) };
+    const shared = estimatedFalsePositiveRate(fill, totals.dedupe.hashes);
+    const local = Math.max(0, ...Object.values(await redis.hgetall(keys.localFp)).map(Number).filter(Number.isFinite));
+    bloom = { ...totals.dedupe, fill, estimatedFalsePositiveRate: shared, localFalsePositiveRate: local, combinedFalsePositiveRate: 1 - (1 - shared) * (1 - local) };
   }
   return {
     arena,

@@ -29,8 +29,10 @@ export const TALLY_NAMES = [
   'redirects',
   /** Links (and redirect targets) enqueued: new and in scope. */
   'enqueued',
-  /** In-scope links dropped as already seen. */
+  /** In-scope links dropped as already seen (by this worker's local filter or the shared one). */
   'dedupeHits',
+  /** Of those, the ones this worker had already offered itself: not sent to Redis (local-seen.ts). */
+  'localHits',
   /** Links that could not be made into a crawlable URL. */
   'malformed',
   /** Retries after 5xx or network errors. */

@@ -61,7 +61,7 @@ export class CrawlWorker {
     const log = options.logger;
     this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs });
     this.keys = crawlKeys(seed.arena, this.queue);
-    this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now())));
+    this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => this.links.localSeen.falsePositiveRate));
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
     this.fetcher = new Fetcher({

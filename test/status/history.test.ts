@@ -14,7 +14,7 @@ describe('status history', () => {
     const keys = crawlKeys('hist', new FairQueue(fx.redis, {}));
     const t0 = Math.floor(Number((await fx.redis.time())[0]) / 5) * 5000 - 60_000;
     let now = t0;
-    const tally = new Tally(undefined, new HistoryWriter(keys, () => now, 'w1'));
+    const tally = new Tally(undefined, new HistoryWriter(keys, () => now, () => 2.5e-9, 'w1'));
     tally.add('a.org', 'pages', 10);
     tally.add('a.org', 'robotsFetches', 1);
     tally.add('a.org', 'bytes', 5000);
@@ -36,7 +36,9 @@ describe('status history', () => {
     assert.equal(await workersSeen(fx.redis, keys, now + HISTORY.workerSeenMs + 1), 0);
     // A worker silent for an hour is pruned by the next flush of any worker.
     now += HISTORY.workerForgetMs + 1;
-    await new Tally(undefined, new HistoryWriter(keys, () => now, 'w2')).flush(fx.redis, keys.stats);
+    await new Tally(undefined, new HistoryWriter(keys, () => now, () => 0, 'w2')).flush(fx.redis, keys.stats);
     assert.deepEqual(await fx.redis.zrange(keys.workers, 0, -1), ['w2']);
+    // Each worker's local filter rate, kept after it ends (what it dropped stays dropped).
+    assert.deepEqual(await fx.redis.hgetall(keys.localFp), { w1: '2.500e-9', w2: '0.000e+0' });
   });
 });

@@ -31,7 +31,7 @@
       ['errors', t.errors], ['dead', t.dead], ['robots-blocked', t.robotsBlocked], ['domains', t.domains], ['workers seen', v.workers],
     ];
     if (v.bloom) {
-      cards.push(['Bloom fill', `${(v.bloom.fill * 100).toFixed(3)}%`], ['est. false positives', v.bloom.estimatedFalsePositiveRate < 1e-12 ? '< 1e-12' : v.bloom.estimatedFalsePositiveRate.toExponential(1)]);
+      cards.push(['Bloom fill', `${(v.bloom.fill * 100).toFixed(3)}%`], ['est. false positives', v.bloom.combinedFalsePositiveRate < 1e-12 ? '< 1e-12' : v.bloom.combinedFalsePositiveRate.toExponential(1)]);
     }
     const box = $('#totals');
     box.replaceChildren(...cards.map(([label, value]) => {
