@@ -71,20 +71,31 @@ export function hostAndPort(url: URL): { host: string; port: number } {
  * several keys match, the longest (most specific) wins.
  */
 export class DomainMatcher {
-  private readonly keys: DomainKey[];
+  /** Keys by host, each with its rank: longest key first (the most specific wins). */
+  private readonly byHost = new Map<string, { key: DomainKey; rank: number }[]>();
 
   constructor(keys: DomainKey[]) {
-    // Longest first: the first match is the most specific.
-    this.keys = [...keys].sort((a, b) => b.key.length - a.key.length);
+    [...keys]
+      .sort((a, b) => b.key.length - a.key.length)
+      .forEach((key, rank) => {
+        const list = this.byHost.get(key.host);
+        if (list) list.push({ key, rank });
+        else this.byHost.set(key.host, [{ key, rank }]);
+      });
   }
 
+  /** Looks up the host and each parent domain of it (a few map lookups, whatever the number of keys). */
   match(url: URL): DomainKey | null {
     const { host, port } = hostAndPort(url);
-    for (const k of this.keys) {
-      if (k.port !== null && k.port !== port) continue;
-      if (host === k.host) return k;
-      if (isIP(k.host) === 0 && host.endsWith(`.${k.host}`)) return k;
+    let best: { key: DomainKey; rank: number } | null = null;
+    for (let at = -1, self = true; ; self = false) {
+      for (const c of this.byHost.get(host.slice(at + 1)) ?? []) {
+        // A parent domain matches a name key only, never an IP key.
+        if ((self || isIP(c.key.host) === 0) && (c.key.port === null || c.key.port === port) && (best === null || c.rank < best.rank)) best = c;
+      }
+      at = host.indexOf('.', at + 1);
+      if (at === -1) break;
     }
-    return null;
+    return best?.key ?? null;
   }
 }

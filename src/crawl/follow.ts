@@ -3,7 +3,7 @@ import { bloomParams, bloomPositions, type BloomParams } from './bloom.js';
 import type { FetchResult } from './fetch.js';
 import { encodeItem, type CrawlItem } from './keys.js';
 import { extractLinksAsync, headerNofollow } from './links.js';
-import { LocalSeen } from './local-seen.js';
+import type { LocalSeen } from './local-seen.js';
 import { normalizeToUrl, normalizeUrl } from './normalize.js';
 import type { Tallies } from './tally.js';
 import type { Scope } from './scope.js';
@@ -34,17 +34,16 @@ export interface FollowedPage {
  */
 export class LinkFollower {
   private readonly bloom: BloomParams;
-  /** What this worker has already offered to Redis (local-seen.ts). */
-  readonly localSeen: LocalSeen;
 
   constructor(
     private readonly queue: FairQueue,
     private readonly seed: Seed,
     private readonly scope: Scope,
+    /** What this worker has already offered to Redis (local-seen.ts). */
+    private readonly localSeen: LocalSeen,
     private readonly onPage?: OnPage,
   ) {
     this.bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
-    this.localSeen = new LocalSeen(seed.bloom.expectedUrls);
   }
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */

@@ -46,6 +46,9 @@ export const PACING = {
  */
 const tinyInterval = (lease: Lease): boolean => lease.intervalMs <= PACING.sendSlackMs;
 
+/** When the domain's next slot may be handed out (Redis ms): slots go out aheadMs before their time. A push must land before it. */
+const nextHandedOut = (lease: Lease): number => lease.servedAt + lease.intervalMs - PACING.aheadMs;
+
 /** This process's clock (performance.now()), replaceable in tests. */
 export interface LocalClock {
   now(): number;
@@ -100,7 +103,7 @@ export class SendPacer {
     // itself may add), while that slot has not been handed out (slots go out
     // aheadMs before their time); then send.
     const cover = late + PACING.pauseCoverMs;
-    const nextOut = lease.servedAt + lease.intervalMs - PACING.aheadMs;
+    const nextOut = nextHandedOut(lease);
     if (this.queue.clock.toRedis(this.clock.now()) + cover < nextOut) {
       await this.pushNextSlot(lease, cover);
       const now = this.clock.now();
@@ -129,8 +132,7 @@ export class SendPacer {
       const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
       if (late <= PACING.maxWriteLateMs) return true;
       const cover = late + PACING.pauseCoverMs;
-      const nextOut = lease.servedAt + lease.intervalMs - PACING.aheadMs;
-      if (this.queue.clock.toRedis(at) + cover + PACING.pushMarginMs < nextOut) {
+      if (this.queue.clock.toRedis(at) + cover + PACING.pushMarginMs < nextHandedOut(lease)) {
         this.count(lease.queue, 'lateSends');
         void this.pushNextSlot(lease, cover).catch(() => undefined);
         return true;

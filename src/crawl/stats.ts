@@ -1,5 +1,6 @@
 import { FairQueue } from '../queue/index.js';
 import { estimatedFalsePositiveRate } from './bloom.js';
+import { DomainMatcher, parseDomainKey, type DomainKey } from './domains.js';
 import { workersSeen } from './history.js';
 import { crawlKeys } from './keys.js';
 import { readPauseNotes, type PauseNote } from './pause-notes.js';
@@ -46,7 +47,7 @@ export interface CrawlStats {
   arena: string;
   exists: boolean;
   drained: boolean;
-  totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; sitemaps: number; sitemapUrls: number };
+  totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; robotsBlocked: number; sitemaps: number; sitemapUrls: number };
   domains: DomainStats[];
   bloom: {
     bits: number;
@@ -79,7 +80,7 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
     redis.hgetall(keys.crawlDelays),
     workersSeen(redis, keys, totals.now),
   ]);
-  const crawlDelays = crawlDelaysByDomain(delays, new Set(queues.map((q) => q.name)));
+  const crawlDelays = crawlDelaysByDomain(delays, queues.map((q) => q.name));
   const domains = queues.map((q) => domainStats(q, n, { now: totals.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
   let bloom: CrawlStats['bloom'] = null;
   if (totals.dedupe) {
@@ -100,6 +101,7 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
       dead: totals.dead,
       pages: n('*', 'pages'),
       errors: n('*', 'errors') + n('*', '4xx'),
+      robotsBlocked: n('*', 'robots'),
       sitemaps: n('*', 'sitemaps'),
       sitemapUrls: n('*', 'sitemapUrls'),
     },
@@ -151,26 +153,21 @@ export function waitReason(q: QueueStats, now: number, note: PauseNote | undefin
 }
 
 /**
- * The largest Crawl-delay per queue, from the per-origin hash: an origin
- * belongs to the queue named by its host:port, its host, or the nearest
- * parent domain that is a queue (how domain keys match URLs).
+ * The largest Crawl-delay per queue, from the per-origin hash: each origin
+ * belongs to the queue its URLs would (the queue names are domain keys).
  */
-function crawlDelaysByDomain(byOrigin: Record<string, string>, queues: Set<string>): Map<string, number> {
+function crawlDelaysByDomain(byOrigin: Record<string, string>, queues: string[]): Map<string, number> {
+  const matcher = new DomainMatcher(queues.map(parseDomainKey).filter((k): k is DomainKey => typeof k !== 'string'));
   const out = new Map<string, number>();
   for (const [origin, text] of Object.entries(byOrigin)) {
     const delay = Number(text);
-    if (!Number.isFinite(delay)) continue;
-    let url: URL;
+    let domain: string | undefined;
     try {
-      url = new URL(origin);
+      domain = matcher.match(new URL(origin))?.key;
     } catch {
       continue;
     }
-    const labels = url.hostname.split('.');
-    const candidates = [url.host, url.hostname];
-    for (let i = 1; i < labels.length - 1; i++) candidates.push(labels.slice(i).join('.'));
-    const domain = candidates.find((c) => queues.has(c));
-    if (domain !== undefined) out.set(domain, Math.max(out.get(domain) ?? 0, delay));
+    if (domain !== undefined && Number.isFinite(delay)) out.set(domain, Math.max(out.get(domain) ?? 0, delay));
   }
   return out;
 }

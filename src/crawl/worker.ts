@@ -22,6 +22,7 @@ import type { PageRecord } from './output.js';
 import { Settler, type LeaseContext } from './settle.js';
 import { Tally } from './tally.js';
 import { HistoryWriter } from './history.js';
+import { LocalSeen } from './local-seen.js';
 import { PauseNotes } from './pause-notes.js';
 import { WarcWriter } from './warc-writer.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
@@ -61,7 +62,8 @@ export class CrawlWorker {
     const log = options.logger;
     this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs });
     this.keys = crawlKeys(seed.arena, this.queue);
-    this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => this.links.localSeen.falsePositiveRate));
+    const localSeen = new LocalSeen(seed.bloom.expectedUrls);
+    this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate));
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
     this.fetcher = new Fetcher({
@@ -78,7 +80,7 @@ export class CrawlWorker {
     this.pacer = new SendPacer(this.queue, seed.arena, (domain, name) => this.tally.add(domain, name));
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     this.robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
-    this.links = new LinkFollower(this.queue, seed, scope, options.onPage);
+    this.links = new LinkFollower(this.queue, seed, scope, localSeen, options.onPage);
     this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);

@@ -23,7 +23,7 @@ export interface StatusView {
   drained: boolean;
   startedAt: number | null;
   workers: number;
-  totals: CrawlStats['totals'] & { robotsBlocked: number; domains: number };
+  totals: CrawlStats['totals'] & { domains: number };
   bloom: CrawlStats['bloom'];
   query: ViewQuery;
   matched: number;
@@ -71,7 +71,7 @@ export class StatusSource {
       drained: stats.drained,
       startedAt: stats.startedAt,
       workers: stats.workers,
-      totals: { ...stats.totals, robotsBlocked: stats.domains.reduce((n, d) => n + d.robotsBlocked, 0), domains: stats.domains.length },
+      totals: { ...stats.totals, domains: stats.domains.length },
       bloom: stats.bloom,
       query,
       matched,

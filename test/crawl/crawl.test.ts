@@ -272,6 +272,9 @@ describe('the arena afterwards', () => {
     assert.equal(a?.robotsBlocked, 1);
     const b = s.domains.find((d) => d.domain === site('B').key);
     assert.ok(b && b.rateLimit !== 'unlimited' && b.rateLimit <= 5 + 1e-9, `B limit after Crawl-delay: ${String(b?.rateLimit)}`);
+    assert.equal(b.crawlDelay, 0.2);
+    assert.equal(a?.crawlDelay, null);
+    assert.equal(s.totals.robotsBlocked, s.domains.reduce((n, d) => n + d.robotsBlocked, 0));
     assert.ok(s.bloom && s.bloom.fill > 0);
   });
 

@@ -1,7 +1,9 @@
 /** Domain keys and matching. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DomainMatcher, parseDomainKey, type DomainKey } from '../../src/crawl/domains.js';
+import fc from 'fast-check';
+import { isIP } from 'node:net';
+import { DomainMatcher, hostAndPort, parseDomainKey, type DomainKey } from '../../src/crawl/domains.js';
 describe('domain keys', () => {
   it('lowercases, punycodes IDNs, brackets IPv6, keeps ports', () => {
     const k = (s: string): string => (parseDomainKey(s) as DomainKey).key;
@@ -21,5 +23,36 @@ describe('domain keys', () => {
     assert.equal(q('http://example.com:8080/'), 'example.com:8080');
     assert.equal(q('http://example.com/'), undefined);
     assert.equal(q('http://[::1]:9000/'), '[::1]:9000');
+  });
+});
+
+describe('domain matcher index', () => {
+  /** The rule as first written: keys longest first, the first whose host is the URL's host or a parent of it (names only), port agreeing. */
+  function linear(keys: DomainKey[], url: URL): string | null {
+    const { host, port } = hostAndPort(url);
+    for (const k of [...keys].sort((a, b) => b.key.length - a.key.length)) {
+      if (k.port !== null && k.port !== port) continue;
+      if (host === k.host || (isIP(k.host) === 0 && host.endsWith(`.${k.host}`))) return k.key;
+    }
+    return null;
+  }
+
+  it('finds what a scan over every key finds, for random keys and hosts', () => {
+    const label = fc.constantFrom('a', 'b', 'ex', 'org', '0', '1', '127');
+    const host = fc.array(label, { minLength: 1, maxLength: 4 }).map((l) => l.join('.'));
+    const port = fc.constantFrom('', ':80', ':8080', ':443');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(host, port), { maxLength: 12 }), host, port, fc.constantFrom('http', 'https'), (keys, h, p, scheme) => {
+        const parsed = [...new Set(keys.map(([kh, kp]) => kh + kp))].map((k) => parseDomainKey(k)).filter((k): k is DomainKey => typeof k !== 'string');
+        let url: URL;
+        try {
+          url = new URL(`${scheme}://${h}${p}/`);
+        } catch {
+          return; // a host ending in a number that is no IPv4 address: not a URL
+        }
+        assert.equal(new DomainMatcher(parsed).match(url)?.key ?? null, linear(parsed, url));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
