@@ -12,9 +12,8 @@ import { gzipSync } from 'node:zlib';
 import { runCrawl } from '../../src/crawl/run.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
-import { judgedGap } from '../helpers/stamps.js';
 import { readWarcFile } from '../helpers/warc-reader.js';
-import { html } from '../helpers/web.js';
+import { html, smallestGap } from '../helpers/web.js';
 import { readJsonl, useCrawlWorld } from '../helpers/world.js';
 
 const RATE = 10;
@@ -84,7 +83,7 @@ describe('sitemaps', () => {
     for (const p of ['/robots.txt', '/sitemap-index.xml', '/sm/pages.xml', '/sm/more.xml.gz', '/sm/list.txt', '/sm/deep1.xml', '/sm/deep2.xml', '/sm/deep3.xml']) assert.ok(archived.has(p), `${p} archived`);
 
     // Sitemaps take the domain's rate slots like pages: judged from the site's own log.
-    const gap = judgedGap(log);
+    const gap = smallestGap(log);
     assert.ok(gap >= 1000 / RATE - 5, `smallest gap ${gap.toFixed(1)} ms at ${RATE}/s`);
   });
 

@@ -11,7 +11,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { setPriority } from 'node:os';
-import { arrivalLog, serveOverIpc, type StampedRequest } from './stamps.js';
+import { arrivalLog, serveOverIpc } from './stamps.js';
+import type { RecordedRequest } from './web.js';
 
 /** A body as text (robots.txt as text/plain, the rest as HTML), or bytes of a given type. */
 type Body = string | { type: string; base64: string };
@@ -26,7 +27,7 @@ export interface SiteProcess {
   /** Domain key "127.0.0.1:<port>". */
   key: string;
   /** The requests the site saw, with its own clock. */
-  log(): Promise<StampedRequest[]>;
+  log(): Promise<RecordedRequest[]>;
   close(): Promise<void>;
 }
 

@@ -1,16 +1,15 @@
 /**
  * A multi-site fixture web on 127.0.0.1: each site is its own HTTP server on
- * its own port. Every request is recorded with the server's own clock, so
- * tests judge politeness from what the servers saw.
+ * its own port. Every request is recorded with the server's own clock and
+ * how late that stamp may be (the test process stalls too), so tests judge
+ * politeness from what the servers saw, to the precision they can vouch for.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { stampClock, type Arrival } from './stamps.js';
 
-export interface RecordedRequest {
+export interface RecordedRequest extends Arrival {
   site: string;
-  path: string;
-  /** performance.now() of the server process when the request arrived, ms. */
-  at: number;
   userAgent: string;
 }
 
@@ -29,11 +28,12 @@ export class FixtureWeb {
   readonly requests: RecordedRequest[] = [];
   readonly sites = new Map<string, FixtureSite>();
   private readonly counts = new Map<string, number>();
+  private readonly clock = stampClock();
 
   async site(name: string, routes: Record<string, Handler | string>, fallback?: Handler): Promise<FixtureSite> {
     const server = createServer((req, res) => {
       const path = req.url ?? '/';
-      this.requests.push({ site: name, path, at: performance.now(), userAgent: String(req.headers['user-agent'] ?? '') });
+      this.requests.push({ site: name, path, ...this.clock.stamp(), userAgent: String(req.headers['user-agent'] ?? '') });
       const key = `${name} ${path}`;
       const count = (this.counts.get(key) ?? 0) + 1;
       this.counts.set(key, count);
@@ -72,6 +72,7 @@ export class FixtureWeb {
   }
 
   async close(): Promise<void> {
+    this.clock.stop();
     for (const s of this.sites.values()) {
       s.server.closeAllConnections();
       await new Promise((r) => s.server.close(r));
@@ -79,12 +80,19 @@ export class FixtureWeb {
   }
 }
 
-/** Smallest gap between consecutive requests to a site, ms (server clock). */
-export function smallestGap(reqs: RecordedRequest[]): number {
-  const t = reqs.map((r) => r.at).sort((a, b) => a - b);
-  let min = Infinity;
-  for (let i = 1; i < t.length; i++) min = Math.min(min, (t[i] as number) - (t[i - 1] as number));
-  return min;
+/**
+ * The smallest gap between consecutive requests to a site that the site can
+ * vouch for, ms (server clock): each gap widened by the earlier stamp's lag
+ * (that request may have arrived up to `lag` before it was stamped).
+ */
+export function smallestGap(reqs: Arrival[]): number {
+  const sorted = [...reqs].sort((a, b) => a.at - b.at);
+  let gap = Infinity;
+  for (let i = 1; i < sorted.length; i++) {
+    const [a, b] = [sorted[i - 1], sorted[i]] as [Arrival, Arrival];
+    gap = Math.min(gap, b.at - a.at + a.lag);
+  }
+  return gap;
 }
 
 export const html = (body: string, head = ''): string => `<!doctype html><html><head><title>fixture</title>${head}</head><body>${body}</body></html>`;
