@@ -38,8 +38,10 @@ export class Waiting {
   noteReply(arena: string, readyAt: number | null, promised: string): void {
     // Replies to concurrent calls arrive one after another: one without a
     // promise must not put off the wake-up for a slot another one promised us.
+    // A promised time already past is spent (a call has been made since it
+    // came): kept, it would send every caller straight back to Redis.
     const current = this.nextWork.get(arena);
-    const keep = promised === '' && current?.promised === true && current.at !== null && (readyAt === null || current.at < readyAt);
+    const keep = promised === '' && current?.promised === true && current.at !== null && current.at > performance.now() && (readyAt === null || current.at < readyAt);
     if (!keep) this.nextWork.set(arena, { at: readyAt, promised: promised !== '' });
     if (promised === '') return;
     const list = this.promises.get(arena) ?? [];

@@ -224,6 +224,25 @@ describe('waiting', () => {
     assert.ok(q.counters.dequeues - before <= 9, `${q.counters.dequeues - before} dequeues for 3 items`);
   });
 
+  it('a spent promise does not send a worker back to Redis again and again while its queue is at its in-flight cap', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited', maxInFlight: 2 } });
+    await q.enqueue(arena, 'a', ['1', '2', '3']);
+    // The first lease leaves the queue ready: its reply promises it to us at once.
+    assert.ok((await q.dequeue(arena)).lease);
+    // The second fills the cap: its reply has no promise, and the first one is spent.
+    assert.ok(await q.take(arena));
+    const before = q.counters.dequeues;
+    const ac = new AbortController();
+    const waiting = q.take(arena, { signal: ac.signal });
+    await sleep(500);
+    ac.abort();
+    assert.equal(await waiting, null);
+    // Nothing can be served until a commit: one look, then a wait (the bug was thousands).
+    assert.ok(q.counters.dequeues - before <= 2, `${q.counters.dequeues - before} dequeues in 500 ms`);
+  });
+
   it('take resolves null when aborted', async () => {
     const q = fx.queue();
     const arena = freshArena();
