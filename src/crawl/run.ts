@@ -45,7 +45,7 @@ export async function storedSeed(redis: Redis | Cluster, local: Seed, options: {
 /** One worker on the arena's stored seed, until drained (exitWhenDone), maxPages, or abort. */
 export async function runWorker(redis: Redis | Cluster, local: Seed, options: WorkerOptions = {}): Promise<WorkerSummary> {
   const seed = await storedSeed(redis, local, { log: options.logger, signal: options.signal });
-  if (!seed) return { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, exitReason: 'stopped' };
+  if (!seed) return { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, dequeues: 0, emptyDequeues: 0, wakeups: 0, exitReason: 'stopped' };
   return new CrawlWorker(redis, seed, options).run();
 }
 

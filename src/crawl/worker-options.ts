@@ -62,5 +62,10 @@ export interface WorkerSummary {
   enqueued: number;
   malformedUrls: number;
   released: number;
+  /** Dequeue script calls this worker made, and how many of them served nothing (the Redis work waiting costs). */
+  dequeues: number;
+  emptyDequeues: number;
+  /** Wake-ups taken from the arena's wake list. */
+  wakeups: number;
   exitReason: 'drained' | 'maxPages' | 'stopped';
 }

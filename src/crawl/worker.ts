@@ -102,6 +102,9 @@ export class CrawlWorker {
       enqueued: t.enqueued,
       malformedUrls: t.malformed,
       released: t.released,
+      dequeues: this.queue.counters.dequeues,
+      emptyDequeues: this.queue.counters.emptyDequeues,
+      wakeups: this.queue.counters.wakeups,
       exitReason: this.exitReason,
     };
   }
