@@ -27,6 +27,7 @@ import { normalizeUrl } from '../src/crawl/normalize.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
 import { paceBenchmarks } from './pace.js';
+import { redisCostBenchmarks } from './redis-cost.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const ORIGINS = Number(process.env.BENCH_ORIGINS ?? 4);
@@ -44,8 +45,15 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
+if (PART === 'redis') {
+  const dir = await mkdtemp(join(tmpdir(), 'weir-cost-'));
+  await redisCostBenchmarks(out, dir, findCorpus());
+  table();
+  await rm(dir, { recursive: true, force: true });
+  process.exit(0);
+}
 if (PART === 'pace') {
   const dir = await mkdtemp(join(tmpdir(), 'weir-pace-'));
   await paceBenchmarks(out, dir);
@@ -270,7 +278,10 @@ out('ceiling: cheerio.load + select, one core (pages/s)', cheerioRate.toFixed(0)
 out('weir / wget pages/s', (weirRate / wgetRate).toFixed(2), 'target ≥ 1');
 out('weir / Crawlee pages/s', (weirRate / crawleeRate).toFixed(2), 'target ≥ 5');
 
-if (PART === 'all') await paceBenchmarks(out, tmp);
+if (PART === 'all') {
+  await paceBenchmarks(out, tmp);
+  await redisCostBenchmarks(out, tmp, root);
+}
 table();
 console.log(`\nfiles: ${relative(ROOT, tmp)}`);
 await servers.close();

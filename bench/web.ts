@@ -12,6 +12,10 @@ export interface SiteSpec {
   pages: number;
   latencyMs: number;
   crawlDelay?: number;
+  /** Every page also links to "/" and /p/1 .. /p/nav, as a site's navigation bar does. */
+  nav?: number;
+  /** Every page also links to the front pages of the next `cross` sites of the web. */
+  cross?: number;
   /** Page numbers that answer `status` with Retry-After `retryAfter` s the first `times` times. */
   traps?: { page: number; status: 429 | 503; retryAfter: number; times: number }[];
 }
@@ -21,14 +25,17 @@ export interface SyntheticWeb extends Sites {
   reset(): void;
 }
 
-const page = (n: number, pages: number): string =>
-  `<!doctype html><html><head><title>page ${n}</title></head><body><h1>${n}</h1>${[2 * n + 1, 2 * n + 2]
-    .filter((k) => k < pages)
-    .map((k) => `<a href="/p/${k}">page ${k}</a>`)
-    .join(' ')}<p>${'filler text '.repeat(40)}</p></body></html>`;
+const page = (n: number, spec: SiteSpec, others: string[]): string => {
+  const nav = Array.from({ length: Math.min(spec.nav ?? 0, spec.pages - 1) }, (_, k) => `<a href="/p/${k + 1}">section ${k + 1}</a>`);
+  const links = [2 * n + 1, 2 * n + 2].filter((k) => k < spec.pages).map((k) => `<a href="/p/${k}">page ${k}</a>`);
+  const cross = others.map((o) => `<a href="${o}/">elsewhere</a>`);
+  return `<!doctype html><html><head><title>page ${n}</title></head><body>${spec.nav ? `<nav><a href="/">home</a> ${nav.join(' ')}</nav>` : ''}<h1>${n}</h1>${links.join(' ')}<p>${'filler text '.repeat(40)}</p>${cross.join(' ')}</body></html>`;
+};
 
 export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb> {
   const log: SyntheticWeb['log'] = [];
+  let origins: string[] = [];
+  const crossOf = (i: number, spec: SiteSpec): string[] => Array.from({ length: Math.min(spec.cross ?? 0, origins.length - 1) }, (_, k) => origins[(i + k + 1) % origins.length] as string);
   const handler = (i: number, spec: SiteSpec): RequestListener => {
     const tripped = new Map<number, number>();
     return (req, res) => {
@@ -48,11 +55,12 @@ export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb
           tripped.set(n, (tripped.get(n) ?? 0) + 1);
           return send(trap.status, 'slow down', { 'retry-after': String(trap.retryAfter) });
         }
-        send(200, page(n, spec.pages));
+        send(200, page(n, spec, crossOf(i, spec)));
       }, spec.latencyMs);
     };
   };
   const sites = await listenSites(specs.map((spec, i) => handler(i, spec)));
+  origins = sites.origins;
   return { ...sites, log, reset: () => void log.splice(0) };
 }
 
