@@ -13,9 +13,11 @@
   ARGV[6]  ahead: µs (0..MAX_AHEAD_MS*1000) before a slot this caller may be
            served it; the lease's servedAt is then the slot itself (later than
            now), and the caller must not act before it (see "Ahead")
+  ARGV[7..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
+           with one URL ends its lease and asks for the next in one call
 
   Steps, all on Redis time: replay (a resent call gets its own leases back),
-  reap expired leases, promote due retries, promote due queues, serve one
+  commit the tokens given, reap expired leases, promote due retries, promote due queues, serve one
   item per turn of the round-robin, and reply (with a promise).
   A served queue goes back to the tail of the round-robin, or to `sched` at
   its next allowed time, so a batch is as fair and as polite as single calls.
@@ -36,13 +38,15 @@
   a queue are never less than its interval apart, and a caller that is late
   costs only its own slot, never the pace of the slots after it.
 
-  Returns {{waitUs, promised, nowUs}, lease, lease, ...}, each lease {token,
+  Returns {{waitUs, promised, nowUs, committed}, lease, lease, ...}, each lease {token,
   queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
   Redis's clock, intervalUs the queue's interval (0 = unlimited). waitUs
   tells the caller when its next call may find work: 0 when more is ready
   now, else how long until something may become ready (a rate slot, a
   retry, a lease expiry), or -1 when nothing will without a new
-  enqueue/commit/unhold (block on the wake list then).
+  enqueue/commit/unhold (block on the wake list then). committed has a
+  character per token of ARGV[7..]: '1' committed, '0' stale (as commit.lua);
+  a replayed call reports them committed, the call it repeats having run.
 
   Promises. Idle callers are spread over the upcoming slots instead of all
   waking for the first: each reply promises the caller the earliest ready
@@ -68,7 +72,9 @@ local CLAIM_GRACE_US = 20000
 -- Weight of the newest serve in the arena's pace estimate (meta 'gap': µs between serves).
 local PACE_WEIGHT = 0.05
 
-argc(6, 'token leaseMs woken count promised ahead')
+if #ARGV < 6 or #ARGV > 6 + MAX_PER_CALL then
+  raise('WEIR_BAD_ARGS', 'expected 6 arguments (token leaseMs woken count promised ahead) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
+end
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
 local lease_ms = int_arg(2, 'leaseMs', 1, MAX_LEASE_MS)
@@ -77,6 +83,8 @@ local count = int_arg(4, 'count', 1, MAX_PER_CALL)
 local promised = str_arg(5, 'promised', 20, true)
 if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_ARGS', 'promised must be a queue id') end
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
+local commits = {}
+for i = 7, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
@@ -107,6 +115,7 @@ end
 
 -- Retries whose delay is over go back to the head of their queue.
 local function promote_due_retries(now)
+  if not bound_passed('delayat', now) then return end
   local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_BATCH)
   for _, t in ipairs(due) do
     local rec = redis.call('HGET', K_DELAYDATA, t)
@@ -126,15 +135,16 @@ local function promote_due_retries(now)
       activate(qid, now)
     end
   end
+  reset_bound('delayat', K_DELAYED)
 end
 
 -- Queues whose slot has come (or comes within `ahead`) leave `sched`, earliest
 -- first, for the round-robin at their fair turn (see the header).
 local function promote_due_queues(horizon)
+  if not bound_passed('schedat', horizon) then return end
   local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
-  if #due == 0 then return end
-  local m = redis.call('HMGET', K_META, 'turn', 'gap')
-  local turn, gap = tonumber(m[1] or '0'), tonumber(m[2] or '0')
+  if #due == 0 then return reset_bound('schedat', K_SCHED) end
+  local turn, gap = tonumber(mget('turn') or '0'), tonumber(mget('gap') or '0')
   local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   local first = tonumber(head[2] or turn)
   for i, qid in ipairs(due) do
@@ -143,6 +153,7 @@ local function promote_due_queues(horizon)
     -- (+ i/1000: queues placed together keep their slots' order.)
     redis.call('ZADD', K_READY, string.format('%.3f', math.max(turn - skipped, first - 1) + i / 1000), qid)
   end
+  reset_bound('schedat', K_SCHED)
 end
 
 -- The arena's pace after `served` more serves at `now`: a moving average of
@@ -160,7 +171,7 @@ end
 -- promise_ready: an unpromised ready queue may be promised to the caller at
 -- once (it has just been served and may come straight back for more).
 local function wait_reply(now, promise_ready)
-  if redis.call('HGET', K_META, 'held') == '1' then return { -1, '' } end
+  if mget('held') == '1' then return { -1, '' } end
   -- Ready queues first: one not promised yet is promised now; if all are
   -- promised, come back when the first promise lapses (its holder may be gone).
   local w = nil
@@ -178,9 +189,12 @@ local function wait_reply(now, promise_ready)
     end
   end
   if #ready >= CLAIM_SCAN then return { 0, '' } end
-  for _, z in ipairs({ K_DELAYED, K_LEXP }) do
-    local e = earliest(z)
-    if e and (w == nil or e < w) then w = e end
+  -- A retry coming due, a lease expiring: by their bounds (past `now` here,
+  -- this call having looked behind any that had passed; a bound below its
+  -- set's earliest costs one early call at most), when there are any.
+  for field, count in pairs({ delayat = 'delayed', reapat = 'leased' }) do
+    local e = tonumber(mget(field) or '')
+    if e and tonumber(mget(count) or '0') > 0 and (w == nil or e < w) then w = e end
   end
   -- The earliest rate slot not promised to another caller.
   local slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES')
@@ -254,8 +268,7 @@ end
 local function serve(now, horizon)
   local leases = {}
   local passed = {}
-  local m = redis.call('HMGET', K_META, 'turn', 'gap', 'lastserve')
-  local turn = tonumber(m[1] or '0')
+  local turn = tonumber(mget('turn') or '0')
   local expires = now + lease_ms * 1000
   local expires_s, expires_ms = fmt(expires), fmt(math.floor(expires / 1000))
   local taken = 0
@@ -277,7 +290,7 @@ local function serve(now, horizon)
         st.l = st.l + 1
         local token = base .. '.' .. (#leases + 1)
         redis.call('HSET', K_LEASES, token, lease_record(qid, attempts + 1, expires_s, item))
-        redis.call('ZADD', K_LEXP, expires_s, token)
+        lease_expiry(token, expires)
         advance(st, served)
         leases[#leases + 1] = lease_reply(token, st, item, attempts + 1, expires_ms, fmt(served))
       end
@@ -286,42 +299,53 @@ local function serve(now, horizon)
         if due_at(st) <= horizon then
           redis.call('ZADD', K_READY, turn, qid)
         else
-          redis.call('ZADD', K_SCHED, fmt(due_at(st)), qid)
+          sched_add(qid, due_at(st))
         end
       end
     else
       -- Not servable after all: let activate() place it, handing it the turn
       -- counter it numbers with.
-      redis.call('HSET', K_META, 'turn', turn)
+      mset('turn', fmt(turn))
       activate(qid, horizon)
-      turn = tonumber(redis.call('HGET', K_META, 'turn') or '0')
+      turn = tonumber(mget('turn'))
     end
   end
   for _, top in ipairs(passed) do
     redis.call('ZADD', K_READY, top[2], top[1])
   end
   if taken > 0 then
-    redis.call('HSET', K_META, 'turn', turn, 'gap', paced(tonumber(m[2] or '0'), tonumber(m[3] or '0'), now, taken), 'lastserve', fmt(now))
-    redis.call('HINCRBY', K_META, 'queued', -taken)
-    redis.call('HINCRBY', K_META, 'leased', #leases)
+    mset('gap', paced(tonumber(mget('gap') or '0'), tonumber(mget('lastserve') or '0'), now, taken))
+    mset('lastserve', fmt(now))
+    mincr('queued', -taken)
+    mincr('leased', #leases)
+  end
+  if tonumber(mget('turn') or '0') ~= turn then
+    mset('turn', fmt(turn))
   end
   return leases
 end
 
 local again = replay()
-if again then return again end
+if again then
+  again[1][4] = string.rep('1', #commits)
+  return again
+end
 
 local now = now_us()
+local committed, freed = commit_leases(commits, now)
 local horizon = now + ahead
 reap_expired(now, REAP_BATCH)
 promote_due_retries(now)
 promote_due_queues(horizon)
-local held = redis.call('HGET', K_META, 'held') == '1'
+local held = mget('held') == '1'
 local leases = {}
 if not held then leases = serve(now, horizon) end
 local head = wait_reply(now, not held)
 head[3] = fmt(now)
-if #leases > 0 and woken and head[1] == 0 then signal() end
+head[4] = table.concat(committed)
+-- More is ready than this caller took: pass a wake-up on (when it was woken,
+-- or its commits freed a queue's in-flight cap).
+if ((#leases > 0 and woken) or freed) and head[1] == 0 then signal() end
 flush()
 table.insert(leases, 1, head)
 return leases

@@ -1,40 +1,57 @@
 --[[
-  enqueue: append items to the tail of one queue, optionally through the
-  arena's dedupe bitmap.
+  enqueue: append items to the tails of one or more queues, optionally
+  through the arena's dedupe bitmap: a page's links to every domain they
+  point at, in one call.
 
   KEYS: the arena key block (lua/includes/keys.lua).
-  ARGV[1]  queue name (must exist: see setLimits)
-  ARGV[2]  n: number of items (1..MAX_PER_CALL)
-  ARGV[3]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
-  ARGV[4 .. 3+n]            the items (0..MAX_ITEM_BYTES bytes each)
-  ARGV[4+n .. 3+n+n*k]      item i's k bit positions, item by item (integers < dedupeBits)
+  ARGV[1]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
+  ARGV[2]  g: number of queues (1..MAX_PER_CALL)
+  ARGV[3 .. 2+2g]   g pairs: queue name (must exist: see setLimits), n_i (its item count, >= 1)
+  then the items, queue by queue (n = sum of n_i, 1..MAX_PER_CALL; 0..MAX_ITEM_BYTES bytes each)
+  then item by item its k bit positions (integers < dedupeBits)
 
   An item with dedupe is enqueued only if not all of its bits were already
-  set; its bits are set in the same step (BITFIELD SET returns the old bits),
-  so two producers racing on one item cannot both enqueue it.
+  set; its bits are set in the same step (BITFIELD SET returns the old bits,
+  the whole call's in as few BITFIELD commands as Lua's stack allows, in
+  item order), so two producers racing on one item cannot both enqueue it,
+  nor can one item twice in one call.
   Returns a string of n characters, '1' for each item enqueued and '0' for
   each dropped by dedupe, in order.
   Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA.
 ]]
 --@include "arena"
 
-if #ARGV < 3 then raise('WEIR_BAD_ARGS', 'usage: queue n k items... positions...') end
-local name = str_arg(1, 'queue name', MAX_NAME_BYTES, false)
-local n = int_arg(2, 'n', 1, MAX_PER_CALL)
-local k = int_arg(3, 'k', 0, MAX_HASHES)
-argc(3 + n + n * k, 'queue n k items... positions...')
+-- Bit positions per BITFIELD command (4 arguments each, well inside unpack's limit).
+local BITS_PER_BITFIELD = 1000
+
+if #ARGV < 4 then raise('WEIR_BAD_ARGS', 'usage: k g (queue n)... items... positions...') end
+local k = int_arg(1, 'k', 0, MAX_HASHES)
+local g = int_arg(2, 'g', 1, MAX_PER_CALL)
+if #ARGV < 2 + 2 * g then raise('WEIR_BAD_ARGS', 'expected ' .. g .. ' (queue n) pairs') end
 ensure_schema()
-local qid = qid_of(name)
-if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' has no limits set; call setLimits first') end
-for i = 1, n do
-  if #ARGV[3 + i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. i .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
+
+-- The queues and their item counts, all checked before anything is written.
+local groups = {}
+local n = 0
+for i = 1, g do
+  local name = str_arg(1 + 2 * i, 'queue name', MAX_NAME_BYTES, false)
+  local count = int_arg(2 + 2 * i, 'n', 1, MAX_PER_CALL)
+  local qid = qid_of(name)
+  if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' has no limits set; call setLimits first') end
+  groups[i] = { qid = qid, n = count }
+  n = n + count
 end
-local bits = 0
+if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. ' items in one call') end
+local first_item = 3 + 2 * g
+local first_pos = first_item + n
+argc(first_pos - 1 + n * k, 'k g (queue n)... items... positions...')
+for i = first_item, first_pos - 1 do
+  if #ARGV[i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. (i - first_item + 1) .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
+end
 if k > 0 then
-  bits = tonumber(redis.call('HGET', K_META, 'dedupeBits') or '0')
+  local bits = tonumber(mget('dedupeBits') or '0')
   if bits == 0 then raise('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
-  local base = 3 + n
-  for j = base + 1, base + n * k do
+  for j = first_pos, first_pos - 1 + n * k do
     local p = tonumber(ARGV[j])
     if p == nil or p % 1 ~= 0 or p < 0 or p >= bits then
       raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(bits) .. ' bits')
@@ -42,39 +59,59 @@ if k > 0 then
   end
 end
 
-local added = 0
-local base = 3 + n
-local st = qstate(qid)
-local flags = {}
-for i = 1, n do
-  local new = true
-  if k > 0 then
-    local ops = {}
-    for j = 1, k do
-      ops[#ops + 1] = 'SET'
-      ops[#ops + 1] = 'u1'
-      ops[#ops + 1] = ARGV[base + (i - 1) * k + j]
-      ops[#ops + 1] = '1'
-    end
-    local old = redis.call('BITFIELD', K_DEDUPE, unpack(ops))
-    new = false
-    for j = 1, k do
-      if old[j] == 0 then new = true; break end
+-- Sets every item's bits; returns the old bits, in order.
+local function set_bits()
+  local old, ops = {}, {}
+  local last = first_pos - 1 + n * k
+  for j = first_pos, last do
+    ops[#ops + 1] = 'SET'
+    ops[#ops + 1] = 'u1'
+    ops[#ops + 1] = ARGV[j]
+    ops[#ops + 1] = '1'
+    if #ops >= 4 * BITS_PER_BITFIELD or j == last then
+      for _, b in ipairs(redis.call('BITFIELD', K_DEDUPE, unpack(ops))) do old[#old + 1] = b end
+      ops = {}
     end
   end
-  if new then
-    push_tail(qid, st, ARGV[3 + i])
-    added = added + 1
-    flags[i] = '1'
-  else
-    flags[i] = '0'
+  return old
+end
+
+-- Whether item i (1-based over the call) is new: one of its old bits was 0.
+local old = k > 0 and set_bits() or nil
+local function is_new(i)
+  if not old then return true end
+  for j = (i - 1) * k + 1, i * k do
+    if old[j] == 0 then return true end
+  end
+  return false
+end
+
+local flags = {}
+local added = 0
+local woke = false
+local now = nil
+local i = 0
+for _, grp in ipairs(groups) do
+  local st = qstate(grp.qid)
+  local here = 0
+  for _ = 1, grp.n do
+    i = i + 1
+    if is_new(i) then
+      push_tail(grp.qid, st, ARGV[first_item + i - 1])
+      here = here + 1
+      flags[i] = '1'
+    else
+      flags[i] = '0'
+    end
+  end
+  if here > 0 then
+    now = now or now_us()
+    if activate(grp.qid, now) then woke = true end
+    added = added + here
   end
 end
 if added > 0 then
-  redis.call('HINCRBY', K_META, 'queued', added)
+  mincr('queued', added)
   mincr('enqueued', added)
-  local woke = activate(qid, now_us())
-  flush()
-  if woke then signal() end
 end
-return table.concat(flags)
+return finish(woke, table.concat(flags))

@@ -21,7 +21,7 @@ if not rec then
 end
 local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
-redis.call('ZADD', K_LEXP, fmt(expires), token)
+lease_expiry(token, expires)
 redis.call('HSET', K_LEASES, token, lease_record(qid, attempt, fmt(expires), item))
 flush()
 return fmt(math.floor(expires / 1000))

@@ -1,16 +1,17 @@
 --[[
   What every queue script includes: the key block (keys.lua), arguments and
-  limits (args.lua), queue records (record.lua), item storage (items.lua),
+  limits (args.lua), the meta hash (meta.lua), queue records (record.lua), item storage (items.lua),
   the schedule (schedule.lua) and leases (leases.lua); each included once.
 ]]
 --@include "leases"
 
--- Writes back what this call changed in memory: open tail chunks and queue
--- records. A script that changed a record or a chunk calls this (or
+-- Writes back what this call changed in memory: open tail chunks, queue
+-- records and meta fields. A script that changed any of them calls this (or
 -- finish) before it returns; read-only scripts need not.
 local function flush()
   flush_items()
   flush_records()
+  flush_meta()
 end
 
 -- The end of a writing script: everything written back, one idle worker

@@ -42,17 +42,3 @@ end
 local function argc(n, usage)
   if #ARGV ~= n then raise('WEIR_BAD_ARGS', 'expected ' .. n .. ' arguments (' .. usage .. '), got ' .. #ARGV) end
 end
-
-local function mincr(field, by) return redis.call('HINCRBY', K_META, field, by) end
-
-local function ensure_schema()
-  local v = redis.call('HGET', K_META, 'v')
-  if v and v ~= SCHEMA_VERSION then
-    raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)
-  end
-  return v
-end
-
-local function max_attempts()
-  return tonumber(redis.call('HGET', K_META, 'maxAttempts') or DEFAULT_MAX_ATTEMPTS)
-end

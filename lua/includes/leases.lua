@@ -8,6 +8,12 @@
 --@include "items"
 --@include "schedule"
 
+-- A lease's expiry into `lexp`, the bound kept (meta.lua).
+local function lease_expiry(token, expires)
+  redis.call('ZADD', K_LEXP, fmt(expires), token)
+  lower_bound('reapat', expires)
+end
+
 local function lease_record(qid, attempt, expires_s, item)
   return qid .. ':' .. attempt .. ':' .. expires_s .. ':' .. item
 end
@@ -36,6 +42,7 @@ local function requeue(token, qid, item, attempts, reason, delay_us, now)
     to_dead(qid, item, attempts, reason, now)
   elseif delay_us > 0 then
     redis.call('ZADD', K_DELAYED, fmt(now + delay_us), token)
+    lower_bound('delayat', now + delay_us)
     redis.call('HSET', K_DELAYDATA, token, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
     local st = qstate(qid)
     st.d = st.d + 1
@@ -67,6 +74,7 @@ local function expire_lease(token, rec, now)
 end
 
 local function reap_expired(now, limit)
+  if not bound_passed('reapat', now) then return false end
   local woke = false
   local expired = redis.call('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, limit)
   for _, token in ipairs(expired) do
@@ -77,6 +85,7 @@ local function reap_expired(now, limit)
       redis.call('ZREM', K_LEXP, token)
     end
   end
+  reset_bound('reapat', K_LEXP)
   return woke
 end
 
@@ -102,4 +111,45 @@ local function end_lease(token, now)
   local qid, attempt, item = parse_lease(rec)
   drop_lease(token, qid)
   return qid, attempt, item
+end
+
+-- Ends leases as done (commit.lua; dequeue.lua before it serves): for each
+-- token 1 (committed) or 0 (stale: expired, or ended by another call; an
+-- expired lease that had not gone back yet goes back now, exactly once).
+-- Per-queue counts change once per queue, not once per lease. Returns the
+-- list of results and whether a queue left its in-flight cap (signal).
+local function commit_leases(tokens, now)
+  local out, per_queue, order = {}, {}, {}
+  local done = 0
+  for i, token in ipairs(tokens) do
+    local rec = current_lease(token, now)
+    out[i] = 0
+    if rec then
+      local qid = parse_lease(rec)
+      redis.call('HDEL', K_LEASES, token)
+      redis.call('ZREM', K_LEXP, token)
+      if not per_queue[qid] then
+        per_queue[qid] = 0
+        order[#order + 1] = qid
+      end
+      per_queue[qid] = per_queue[qid] + 1
+      done = done + 1
+      out[i] = 1
+    end
+  end
+  local woke = false
+  for _, qid in ipairs(order) do
+    local st = qstate(qid)
+    local was_capped = st.cap > 0 and st.l >= st.cap
+    st.l = st.l - per_queue[qid]
+    st.done = st.done + per_queue[qid]
+    qdirty(qid, st)
+    -- Only the in-flight cap depends on leases: a queue below it is placed already.
+    if was_capped and activate(qid, now) then woke = true end
+  end
+  if done > 0 then
+    mincr('leased', -done)
+    mincr('done', done)
+  end
+  return out, woke
 end

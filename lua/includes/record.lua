@@ -16,7 +16,7 @@
     done  committed                dead  dead-lettered (now in the dead letter)
     cl    µs until which its next slot is promised to a waiting caller
 ]]
---@include "args"
+--@include "meta"
 
 local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
 local QFMT = '<' .. string.rep('d', #QFIELDS)

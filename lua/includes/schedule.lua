@@ -13,6 +13,12 @@ local function signal()
   end
 end
 
+-- A queue into `sched` at `at` µs (its due time), the bound kept (meta.lua).
+local function sched_add(qid, at)
+  redis.call('ZADD', K_SCHED, fmt(at), qid)
+  lower_bound('schedat', at)
+end
+
 local function earliest(zkey)
   local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
   if r[2] then return tonumber(r[2]) end
@@ -51,12 +57,12 @@ local function activate(qid, now)
   if at <= now then
     if redis.call('ZSCORE', K_READY, qid) then return false end
     redis.call('ZREM', K_SCHED, qid)
-    redis.call('ZADD', K_READY, mincr('turn', 1), qid)
+    redis.call('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
     return true
   end
   redis.call('ZREM', K_READY, qid)
   local first = earliest(K_SCHED)
   local old = redis.call('ZSCORE', K_SCHED, qid)
-  redis.call('ZADD', K_SCHED, fmt(at), qid)
+  sched_add(qid, at)
   return (first == nil or at < first) and (old == false or tonumber(old) ~= at)
 end

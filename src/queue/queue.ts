@@ -11,7 +11,11 @@ import { ScriptRunner, type ScriptName } from './scripts.js';
 import type { ArenaStats, DeadItem, DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, QueueLimit, QueuePage, QueueStats, RetryOptions, TakeOptions } from './types.js';
 import { Waiting } from './waiting.js';
 
+/** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
+type TakeStep = DequeueResult & { committed?: LeaseOutcome };
+
 interface EnqueueRequest {
+  queue: string;
   items: readonly string[];
   dedupe: readonly (readonly number[])[] | undefined;
 }
@@ -34,9 +38,10 @@ export class FairQueue {
   private readonly ownsBlocker: boolean;
   private readonly waiting: Waiting;
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
-  private readonly dequeues = new Coalescer<null, DequeueResult>((key, reqs) => {
+  // A dequeue request may carry a lease token to commit first (commitAndTake).
+  private readonly dequeues = new Coalescer<string | null, TakeStep>((key, reqs) => {
     const [arena, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, number, boolean, number];
-    return this.dequeueBatch(arena, { leaseMs, woken, aheadMs }, reqs.length);
+    return this.dequeueBatch(arena, { leaseMs, woken, aheadMs }, reqs.length, reqs);
   }, LIMITS.maxPerCall);
   private readonly enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256);
   private readonly commits = new Coalescer<string, LeaseOutcome>(
@@ -106,9 +111,10 @@ export class FairQueue {
    * Appends items to the tail of a queue. With `dedupe`, item i is enqueued
    * only if not all of `dedupe[i]`'s bits were already set in the arena's
    * bitmap, and its bits are set in the same atomic step. Returns how many
-   * were enqueued. Batches over 1,000 items are sent in several calls, and
-   * concurrent enqueues to one queue made in one turn of the event loop share
-   * calls; each item is still all-or-nothing, and order is kept.
+   * were enqueued. Concurrent enqueues of one arena made in one turn of the
+   * event loop, to any queues, share script calls (a crawled page's links to
+   * every domain go in one), of at most 1,000 items each; each item is still
+   * all-or-nothing, and each queue's order is kept.
    */
   async enqueue(arena: string, queue: string, items: readonly string[], options: { dedupe?: readonly (readonly number[])[] } = {}): Promise<number> {
     validateArenaName(arena);
@@ -116,28 +122,36 @@ export class FairQueue {
     const k = checkDedupe(options.dedupe, items.length);
     checkItems(items);
     if (items.length === 0) return 0;
-    return this.enqueues.add(JSON.stringify([arena, queue, k]), { items, dedupe: options.dedupe });
+    return this.enqueues.add(JSON.stringify([arena, k]), { queue, items, dedupe: options.dedupe });
   }
 
-  /** Sends one coalesced batch in calls of at most 1,000 items; returns each request's count of new items. */
+  /**
+   * Sends one coalesced batch in calls of at most 1,000 items, each call's
+   * items grouped by queue (in order within each); returns each request's
+   * count of new items.
+   */
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
-    const [arena, queue, k] = JSON.parse(key) as [string, string, number];
-    const items = reqs.flatMap((r) => r.items);
-    const positions = k > 0 ? reqs.flatMap((r) => r.dedupe ?? []) : undefined;
-    let flags = '';
-    for (let i = 0; i < items.length; i += LIMITS.maxPerCall) {
-      const chunk = items.slice(i, i + LIMITS.maxPerCall);
-      const args: (string | number)[] = [queue, chunk.length, k, ...chunk];
-      if (positions) for (const d of positions.slice(i, i + LIMITS.maxPerCall)) args.push(...d);
-      flags += String(await this.run('enqueue', arena, args));
+    const [arena, k] = JSON.parse(key) as [string, number];
+    const entries = reqs.flatMap((r, req) => r.items.map((item, j) => ({ req, queue: r.queue, item, bits: r.dedupe?.[j] ?? [] })));
+    const counts = reqs.map(() => 0);
+    for (let i = 0; i < entries.length; i += LIMITS.maxPerCall) {
+      const groups = new Map<string, typeof entries>();
+      for (const e of entries.slice(i, i + LIMITS.maxPerCall)) {
+        const group = groups.get(e.queue);
+        if (group) group.push(e);
+        else groups.set(e.queue, [e]);
+      }
+      const ordered = [...groups.values()].flat();
+      const args: (string | number)[] = [k, groups.size];
+      for (const [queue, group] of groups) args.push(queue, group.length);
+      for (const e of ordered) args.push(e.item);
+      if (k > 0) for (const e of ordered) args.push(...e.bits);
+      const flags = String(await this.run('enqueue', arena, args));
+      ordered.forEach((e, j) => {
+        if (flags[j] === '1') counts[e.req] = (counts[e.req] ?? 0) + 1;
+      });
     }
-    let at = 0;
-    return reqs.map((r) => {
-      let n = 0;
-      for (let j = 0; j < r.items.length; j++) if (flags[at + j] === '1') n++;
-      at += r.items.length;
-      return n;
-    });
+    return counts;
   }
 
   /**
@@ -168,10 +182,12 @@ export class FairQueue {
     };
   }
 
-  private async dequeueBatch(arena: string, o: Required<DequeueOptions>, count: number): Promise<DequeueResult[]> {
+  /** `commits[i]`: a token request i commits first, or null. */
+  private async dequeueBatch(arena: string, o: Required<DequeueOptions>, count: number, commits: readonly (string | null)[] = []): Promise<TakeStep[]> {
     const base = randomBytes(12).toString('base64url');
     const sentAt = performance.now();
-    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(arena), Math.round(o.aheadMs * 1000)];
+    const tokens = commits.filter((t): t is string => t !== null);
+    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(arena), Math.round(o.aheadMs * 1000), ...tokens];
     const reply = decodeDequeue(await this.run('dequeue', arena, args));
     this.clock.sample(reply.nowMs, sentAt, performance.now());
     this.counters.dequeues++;
@@ -181,7 +197,8 @@ export class FairQueue {
     const waitMs = reply.waitUs === null ? null : reply.waitUs / 1000;
     this.waiting.noteReply(arena, waitMs === null ? null : this.clock.toLocal(reply.nowMs) + waitMs, reply.promised);
     while (results.length < count) results.push({ lease: null, waitMs });
-    return results;
+    let t = 0;
+    return results.map((r, i) => (commits[i] ? { ...r, committed: reply.committed[t++] ?? 'stale' } : r));
   }
 
   /**
@@ -192,6 +209,47 @@ export class FairQueue {
   async take(arena: string, options: TakeOptions = {}): Promise<Lease | null> {
     const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
     return this.waiting.take(arena, (woken) => this.dequeue(arena, { leaseMs, woken, aheadMs }), options.signal);
+  }
+
+  /**
+   * Ends `lease` as done and takes the next lease, as commit() then take()
+   * would, but the commit goes in the first dequeue call: a worker that
+   * finishes one item and wants the next pays one script call, not two. That
+   * first call is made at once, whatever the last reply said about waiting.
+   * `committed` settles when it returns; `next` as take's would.
+   */
+  commitAndTake(lease: Lease, options: TakeOptions = {}): { committed: Promise<LeaseOutcome>; next: Promise<Lease | null> } {
+    validateArenaName(lease.arena);
+    if (options.signal?.aborted) {
+      const committed = this.commit(lease);
+      return { committed, next: committed.then(() => null) };
+    }
+    const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
+    const o = this.dequeueOptions({ leaseMs, aheadMs });
+    let token: string | null = lease.token;
+    let settle: { resolve: (r: LeaseOutcome) => void; reject: (e: unknown) => void } | undefined;
+    const committed = new Promise<LeaseOutcome>((resolve, reject) => (settle = { resolve, reject }));
+    const step = async (woken: boolean): Promise<DequeueResult> => {
+      const carried = token;
+      token = null;
+      try {
+        const r = await this.dequeues.add(JSON.stringify([lease.arena, o.leaseMs, woken, o.aheadMs]), carried);
+        if (carried) settle?.resolve(r.committed ?? 'stale');
+        return r;
+      } catch (err) {
+        if (carried) settle?.reject(err);
+        throw err;
+      }
+    };
+    const next = this.waiting.take(lease.arena, step, options.signal, true).then(async (l) => {
+      // (Stopped before any call: the commit still goes.)
+      if (token) settle?.resolve(await this.commit(lease));
+      return l;
+    });
+    // Either may be awaited first: the other's failure is not "unhandled" meanwhile.
+    committed.catch(() => undefined);
+    next.catch(() => undefined);
+    return { committed, next };
   }
 
   /** Ends a lease as done. Commits of one arena made in one turn of the event loop go in one script call. */

@@ -42,17 +42,20 @@ export interface DequeueReply {
   promised: string;
   /** Redis's clock, ms. */
   nowMs: number;
+  /** Per token the call committed first: ok or stale. */
+  committed: LeaseOutcome[];
   leases: RawLease[];
 }
 
-/** dequeue: {{waitUs, promised, nowUs}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}...}. */
+/** dequeue: {{waitUs, promised, nowUs, committed}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}...}. */
 export function decodeDequeue(r: unknown): DequeueReply {
-  const [head, ...rest] = r as [[number, string, string], ...unknown[][]];
+  const [head, ...rest] = r as [[number, string, string, string?], ...unknown[][]];
   const waitUs = num(head[0]);
   return {
     waitUs: waitUs < 0 ? null : waitUs,
     promised: String(head[1] ?? ''),
     nowMs: num(head[2]) / 1000,
+    committed: [...String(head[3] ?? '')].map((c) => (c === '1' ? 'ok' : 'stale')),
     leases: rest.map(([token, queue, item, attempt, expiresAt, servedAt, interval]) => ({
       token: String(token),
       queue: String(queue),

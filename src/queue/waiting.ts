@@ -52,14 +52,17 @@ export class Waiting {
   /**
    * Dequeues until a lease comes, waiting in between: on a local timer for
    * a known next-eligible time, on the arena's wake list when only new work
-   * can help. Resolves null only when `signal` aborts.
+   * can help. Resolves null only when `signal` aborts. `callFirst`: the
+   * first call goes at once (it carries a commit that must not wait).
    */
-  async take(arena: string, dequeue: (woken: boolean) => Promise<DequeueResult>, signal?: AbortSignal): Promise<Lease | null> {
+  async take(arena: string, dequeue: (woken: boolean) => Promise<DequeueResult>, signal?: AbortSignal, callFirst = false): Promise<Lease | null> {
     let woken = false;
+    let first = callFirst;
     while (!signal?.aborted) {
       // Wait first if the last reply said nothing is ready yet: no empty call
       // is spent to learn what the script already told us.
-      const hint = woken ? undefined : this.nextWork.get(arena);
+      const hint = woken || first ? undefined : this.nextWork.get(arena);
+      first = false;
       if (hint) {
         const waitMs = hint.at === null ? null : hint.at - performance.now();
         if (waitMs === null || waitMs > 0) {

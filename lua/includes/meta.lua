@@ -1,0 +1,88 @@
+--[[
+  The arena's meta hash (its fields: keys.lua), read at most once per call
+  with one HMGET of every field a script may want, changed in memory, and
+  written back once by flush_meta() with one HSET of the fields changed:
+  counters are summed in the call, not sent as an HINCRBY each.
+
+  Three fields are lower bounds that let a call skip a sorted-set lookup
+  that would find nothing: reapat (no lease in `lexp` expires before it),
+  delayat (no retry in `delayed` is due before it) and schedat (no queue in
+  `sched` is due before it). Every add to those sets lowers its bound
+  (lease_expiry, delay_item, sched_add); a removal leaves it (still a lower
+  bound); the lookup, once the bound has passed, sets it to the set's
+  earliest score again. A missing bound (an arena written before them)
+  means "look".
+]]
+--@include "args"
+
+-- Later than any Redis TIME in µs this side of the year 2255: "none".
+local NEVER = 9007199254740991
+local META_FIELDS = { 'v', 'held', 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'maxAttempts', 'dedupeBits', 'reapat', 'delayat', 'schedat' }
+local META = nil
+local MDIRTY = {}
+
+local function meta()
+  if META then return META end
+  local v = redis.call('HMGET', K_META, unpack(META_FIELDS))
+  META = {}
+  for i, f in ipairs(META_FIELDS) do
+    if v[i] then META[f] = v[i] end
+  end
+  return META
+end
+
+-- A meta field's value (a string), or nil.
+local function mget(field)
+  return meta()[field]
+end
+
+local function mset(field, value)
+  meta()[field] = value
+  MDIRTY[field] = true
+end
+
+local function mincr(field, by)
+  local n = tonumber(mget(field) or '0') + by
+  mset(field, fmt(n))
+  return n
+end
+
+local function flush_meta()
+  local args = {}
+  for f in pairs(MDIRTY) do
+    args[#args + 1] = f
+    args[#args + 1] = META[f]
+  end
+  if #args > 0 then redis.call('HSET', K_META, unpack(args)) end
+  MDIRTY = {}
+end
+
+-- Lowers a bound field to `at` (µs).
+local function lower_bound(field, at)
+  local b = tonumber(mget(field) or '')
+  if b == nil or at < b then mset(field, fmt(at)) end
+end
+
+-- Whether a lookup bounded by `field` may find something due at `now`.
+local function bound_passed(field, now)
+  local b = tonumber(mget(field) or '')
+  return b == nil or b <= now
+end
+
+-- After a lookup: the bound is the set's earliest score again (NEVER when empty).
+local function reset_bound(field, zkey)
+  local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  mset(field, fmt(r[2] and tonumber(r[2]) or NEVER))
+end
+
+local function ensure_schema()
+  local v = mget('v')
+  if v and v ~= SCHEMA_VERSION then
+    raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)
+  end
+  return v
+end
+
+local function max_attempts()
+  return tonumber(mget('maxAttempts') or DEFAULT_MAX_ATTEMPTS)
+end
