@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { FairQueue, Lease } from '../queue/index.js';
+import type { FairQueue, Lease, LeaseOutcome } from '../queue/index.js';
 import type { PageBudget } from './budget.js';
 import type { CrawlItem } from './keys.js';
 import type { CrawlMetrics } from './metrics.js';
@@ -38,10 +38,11 @@ export class Settler {
     },
   ) {}
 
-  async settle(ctx: LeaseContext, outcome: Outcome): Promise<void> {
+  /** `committed`: a commit outcome's answer when its queue call was already made (FairQueue.commitAndTake). */
+  async settle(ctx: LeaseContext, outcome: Outcome, committed?: Promise<LeaseOutcome>): Promise<void> {
     let kept = false;
     try {
-      kept = await this.carryOut(ctx, outcome);
+      kept = await this.carryOut(ctx, outcome, committed);
     } finally {
       if (ctx.reserved && !kept) await this.deps.budget.unreserve();
       ctx.reserved = false;
@@ -49,12 +50,12 @@ export class Settler {
   }
 
   /** The queue call and what follows from its answer; true when a page reservation is kept. */
-  private async carryOut(ctx: LeaseContext, outcome: Outcome): Promise<boolean> {
+  private async carryOut(ctx: LeaseContext, outcome: Outcome, committed?: Promise<LeaseOutcome>): Promise<boolean> {
     const { lease } = ctx;
     const { queue, tally } = this.deps;
     switch (outcome.kind) {
       case 'commit': {
-        const r = await queue.commit(lease);
+        const r = await (committed ?? queue.commit(lease));
         this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
         if (r === 'stale') return this.stale(ctx, 'commit');
         tally.addAll(lease.queue, outcome.tallies);

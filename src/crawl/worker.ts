@@ -3,7 +3,7 @@ import { setMaxListeners } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { isWeirError } from '../errors.js';
-import { FairQueue, sleep, type Lease } from '../queue/index.js';
+import { FairQueue, sleep, type Lease, type LeaseOutcome } from '../queue/index.js';
 import { PageBudget } from './budget.js';
 import { classifyResponse, fetchFailed, retryLater, slowDown } from './classify.js';
 import { decodeBody, Fetcher, isHtml, type FetchOptions, type FetchResult } from './fetch.js';
@@ -29,6 +29,12 @@ import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worke
 
 export { WORKER_DEFAULTS };
 export type { OnPage, PageContext, WorkerOptions, WorkerSummary } from './worker-options.js';
+
+/** A lease and what handling it decided, not yet carried out. */
+interface Decided {
+  ctx: LeaseContext;
+  outcome: Outcome;
+}
 
 const looksLikeHtml = (text: string): boolean => /^\s*<(!doctype html|html|head|body)/i.test(text.slice(0, 512));
 
@@ -146,13 +152,26 @@ export class CrawlWorker {
     return this.summary();
   }
 
-  /** One lane: take a lease, decide, settle; again until stopped. */
+  /**
+   * One lane: take a lease, decide, settle; again until stopped. A lease
+   * done with is committed in the same call that takes the next one.
+   */
   private async lane(): Promise<void> {
     let failures = 0;
+    let done: Decided | null = null;
+    const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs };
     while (!this.stop.signal.aborted) {
       let lease: Lease | null;
+      const carried = done;
+      done = null;
       try {
-        lease = await this.queue.take(this.seed.arena, { signal: this.stop.signal, aheadMs: PACING.aheadMs });
+        if (carried) {
+          const { committed, next } = this.queue.commitAndTake(carried.ctx.lease, options);
+          await this.settle(carried, committed);
+          lease = await next;
+        } else {
+          lease = await this.queue.take(this.seed.arena, options);
+        }
         failures = 0;
       } catch (err) {
         // Redis trouble the client could not ride out: log, back off (capped), try again.
@@ -161,33 +180,39 @@ export class CrawlWorker {
         await sleep(Math.min(5000, 100 * 2 ** Math.min(failures, 6)), this.stop.signal);
         continue;
       }
-      if (!lease) return;
+      if (!lease) break;
       this.options.metrics?.leases.inc({ outcome: 'taken' });
-      await this.handle(lease);
+      done = await this.handle(lease);
+      if (done && done.outcome.kind !== 'commit') done = await this.settle(done);
     }
+    if (done) await this.settle(done);
   }
 
-  /** Decides and settles one lease; an unexpected error hands the lease back at once. */
-  private async handle(lease: Lease): Promise<void> {
+  /** Decides one lease; an unexpected error hands the lease back at once. */
+  private async handle(lease: Lease): Promise<Decided> {
     const ctx: LeaseContext = { lease, item: decodeItem(lease.item), reserved: false };
     // The lease is renewed while it is handled (robots.txt, the fetch, its links):
     // three times a lease, so a late renewal still lands before the lease ends.
     const renew = setInterval(() => void this.queue.extend(lease).catch(() => undefined), Math.max(5, this.queue.leaseMs / 3));
-    let outcome: Outcome;
     try {
-      outcome = await this.decide(ctx);
+      return { ctx, outcome: await this.decide(ctx) };
     } catch (err) {
       this.log?.error({ err, url: ctx.item?.u ?? lease.item }, 'processing a URL failed: handing its lease back');
-      outcome = release([['internalErrors', 1]]);
+      return { ctx, outcome: release([['internalErrors', 1]]) };
     } finally {
       clearInterval(renew);
     }
+  }
+
+  /** Carries a decision out (a commit already sent: its answer); null, for the lane's loop. */
+  private async settle(d: Decided, committed?: Promise<LeaseOutcome>): Promise<null> {
     try {
-      await this.settler.settle(ctx, outcome);
+      await this.settler.settle(d.ctx, d.outcome, committed);
     } catch (err) {
       // Redis trouble mid-settle: the lease expires and the URL comes back.
-      this.log?.error({ err, url: ctx.item?.u ?? lease.item }, 'settling a URL failed');
+      this.log?.error({ err, url: d.ctx.item?.u ?? d.ctx.lease.item }, 'settling a URL failed');
     }
+    return null;
   }
 
   private async decide(ctx: LeaseContext): Promise<Outcome> {

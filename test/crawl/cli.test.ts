@@ -131,9 +131,12 @@ describe('weir CLI', () => {
     assert.match(r.stdout, new RegExp(`total: ${PAGES} pages`));
     const lines = (await readFile(out, 'utf8')).trim().split('\n');
     assert.equal(lines.length, PAGES);
-    // Each worker process its own WARC files, rotated past 20,000 bytes; every line points into one.
+    // Each worker process that fetched anything writes its own WARC files (named by its pid; a
+    // worker whose lanes found every slot taken by the other's writes none), rotated past
+    // 20,000 bytes; every line points into one.
     const files = await readdir(warc);
-    assert.equal(new Set(files.map((f) => f.split('-').at(-2))).size, 2, `two writers: ${files.join(' ')}`);
+    const writers = new Set(files.map((f) => f.split('-').at(-2)));
+    assert.ok(writers.size >= 1 && writers.size <= 2, `one or two writers: ${files.join(' ')}`);
     assert.ok(files.length > 2, 'rotated');
     for (const l of lines) assert.ok(files.includes((JSON.parse(l) as { warc: { file: string } }).warc.file));
     const again = await run(['crawl', seed, '--workers', '2', '--redis', world.server.url]);
