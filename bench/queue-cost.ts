@@ -1,0 +1,111 @@
+/**
+ * What the queue costs Redis per item, weir and the seed design's own
+ * scripts side by side on one redis-server (BENCH_PART=cost of
+ * npm run bench:queue): items/s with 64 calls in flight, Redis CPU (INFO
+ * cpu, main thread, user + sys) and Redis commands (INFO commandstats,
+ * commands inside scripts counted) per item, 60-byte items.
+ *   - enqueue spread over 100 and over 10,000 queues: 64 producers, each
+ *     call one item to queue i mod Q (weir merges the calls of one turn of
+ *     the event loop into one script call, whatever their queues);
+ *   - dequeue+commit with 1 and with 10,000 queues: 64 loops; weir both as
+ *     two calls (dequeue, then commit) and as commitAndTake (one call).
+ * The seed design's queues get a rate of 1,000,000/s (it has no
+ * "unlimited"); weir's are unlimited.
+ */
+import type { Redis } from 'ioredis';
+import type { FairQueue, Lease } from '../src/queue/index.js';
+import { SeedDesignQueue } from './seed-design.js';
+
+type Out = (name: string, value: string, note?: string) => void;
+
+interface Cost {
+  perSecond: number;
+  cpuUs: number;
+  commands: number;
+}
+
+async function usage(redis: Redis): Promise<{ cpu: number; calls: number }> {
+  const stats = await redis.info('commandstats');
+  const calls = [...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter((m) => m[1] !== 'info').reduce((a, m) => a + Number(m[2]), 0);
+  const cpu = await redis.info('cpu');
+  const c = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
+  return { cpu: c('used_cpu_user') + c('used_cpu_sys'), calls };
+}
+
+/** Runs `loops` concurrent loops of `op` until `total` items are done; Redis's cost per item. */
+async function measure(redis: Redis, total: number, loops: number, op: () => Promise<number>): Promise<Cost> {
+  const before = await usage(redis);
+  const t0 = performance.now();
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: loops }, async () => {
+      while (done < total) done += await op();
+    }),
+  );
+  const s = (performance.now() - t0) / 1000;
+  const after = await usage(redis);
+  return { perSecond: done / s, cpuUs: ((after.cpu - before.cpu) * 1e6) / done, commands: (after.calls - before.calls) / done };
+}
+
+const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
+const row = (c: Cost): string => `${Math.round(c.perSecond).toLocaleString('en-US')}/s, ${c.cpuUs.toFixed(1)} µs, ${c.commands.toFixed(1)} cmds`;
+
+export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number, out: Out): Promise<void> {
+  const seed = new SeedDesignQueue(redis.duplicate());
+  for (const queues of [100, 10_000]) {
+    const names = Array.from({ length: queues }, (_, i) => `q${i}`);
+    await q.setLimits(`spread${queues}`, Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
+    await seed.defineRateLimits(`seedspread${queues}`, Object.fromEntries(names.map((k) => [k, 1_000_000])));
+    let i = 0;
+    const weir = await measure(redis, n, 64, async () => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)]));
+    let j = 0;
+    const theirs = await measure(redis, n, 64, async () => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1));
+    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: weir`, row(weir), `${(weir.perSecond / theirs.perSecond).toFixed(2)}× the seed design's items/s (target ≥ 1.5); Redis CPU per item target ≤ 5 µs`);
+    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: seed design`, row(theirs), 'one call per item, as written');
+  }
+  const rates: Record<string, number> = {};
+  for (const queues of [1, 10_000]) {
+    const arena = queues === 1 ? 'spread100' : 'spread10000';
+    if (queues === 1) {
+      // One queue, as deep as the others together.
+      await q.setLimits('one', { q0: { rate: 'unlimited' } });
+      for (let k = 0; k < 3 * n; k += 1000) await q.enqueue('one', 'q0', Array.from({ length: 1000 }, (_, m) => item(k + m)));
+    } else {
+      // Enough for both weir runs.
+      for (let k = 0; k < 2 * n; k += 1000) await Promise.all(Array.from({ length: 1000 }, (_, m) => q.enqueue(arena, `q${(k + m) % queues}`, [item(k + m)])));
+    }
+    const on = queues === 1 ? 'one' : arena;
+    const twoCalls = await measure(redis, n, 64, async () => {
+      const r = await q.dequeue(on);
+      if (!r.lease) return 0;
+      await q.commit(r.lease);
+      return 1;
+    });
+    const held = new Map<number, Lease | null>();
+    let loop = 0;
+    const oneCall = await measure(redis, n, 64, async () => {
+      const me = loop++ % 64;
+      const prev = held.get(me) ?? null;
+      const next = prev ? await q.commitAndTake(prev).next : (await q.dequeue(on)).lease;
+      held.set(me, next);
+      return prev ? 1 : 0;
+    });
+    for (const l of held.values()) if (l) await q.commit(l);
+    rates[queues] = oneCall.perSecond;
+    out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir, two calls`, row(twoCalls), 'dequeue, then commit');
+    out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir, commitAndTake`, row(oneCall), 'one call per item; Redis CPU per item target ≤ 12 µs');
+  }
+  // The seed design's dequeue+commit, on the spread arena it filled (10,000 queues) and on one queue.
+  await seed.defineRateLimits('seedone', { q0: 1_000_000 });
+  for (let k = 0; k < n + 64; k++) await seed.enqueue('seedone', 'q0', item(k));
+  for (const [label, arena] of [['1 queue', 'seedone'], ['10,000 queues', 'seedspread10000']] as const) {
+    const theirs = await measure(redis, Math.min(n, 40_000), 64, async () => {
+      const r = await seed.dequeue(arena);
+      if (!r) return 0;
+      await seed.commit(r.txnid);
+      return 1;
+    });
+    out(`dequeue+commit, ${label}: seed design`, row(theirs), 'its scripts as written');
+  }
+  out('commitAndTake: 10,000 queues vs 1 queue', ((rates[10_000] ?? 0) / (rates[1] ?? 1)).toFixed(2), 'target ≥ 0.9');
+}
