@@ -39,7 +39,11 @@ async function measure(redis: Redis, total: number, loops: number, op: () => Pro
   let done = 0;
   await Promise.all(
     Array.from({ length: loops }, async () => {
-      while (done < total) done += await op();
+      while (done < total) {
+        // (Not `done += await op()`: that reads `done` before the await and loses the others' counts.)
+        const k = await op();
+        done += k;
+      }
     }),
   );
   const s = (performance.now() - t0) / 1000;
