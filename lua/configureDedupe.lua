@@ -23,6 +23,6 @@ if old[1] then
   if tonumber(old[1]) == bits and tonumber(old[2]) == hashes then return 0 end
   raise('WEIR_DEDUPE_MISMATCH', 'arena already has a dedupe bitmap of ' .. old[1] .. ' bits and ' .. tostring(old[2]) .. ' hashes')
 end
-redis.call('HSET', K_META, 'v', SCHEMA_VERSION, 'dedupeBits', fmt(bits), 'dedupeHashes', hashes)
+redis.call('HSET', K_META, 'v', SCHEMA_VERSION, 'dedupeBits', fmt(bits), 'dedupeHashes', hashes, 'dedupeSet', 0)
 redis.call('SETBIT', K_DEDUPE, fmt(bits - 1), 0)
 return 1

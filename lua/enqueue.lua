@@ -59,9 +59,12 @@ if k > 0 then
   end
 end
 
--- Sets every item's bits; returns the old bits, in order.
+-- Sets every item's bits; returns the old bits, in order. Each bit turned
+-- on is counted in meta 'dedupeSet' (the filter's fill, for status, without
+-- a BITCOUNT of the whole bitmap).
 local function set_bits()
   local old, ops = {}, {}
+  local flipped = 0
   local last = first_pos - 1 + n * k
   for j = first_pos, last do
     ops[#ops + 1] = 'SET'
@@ -69,10 +72,14 @@ local function set_bits()
     ops[#ops + 1] = ARGV[j]
     ops[#ops + 1] = '1'
     if #ops >= 4 * BITS_PER_BITFIELD or j == last then
-      for _, b in ipairs(redis.call('BITFIELD', K_DEDUPE, unpack(ops))) do old[#old + 1] = b end
+      for _, b in ipairs(redis.call('BITFIELD', K_DEDUPE, unpack(ops))) do
+        old[#old + 1] = b
+        if b == 0 then flipped = flipped + 1 end
+      end
       ops = {}
     end
   end
+  if flipped > 0 and mget('dedupeSet') then mincr('dedupeSet', flipped) end
   return old
 end
 

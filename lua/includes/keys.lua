@@ -22,7 +22,8 @@
   meta fields: v (key-schema version), qseq (last qid), turn (round-robin
   counter), queued, leased, delayed, done, dead, expired (leases that
   expired, ever), maxAttempts, held ('1' when the whole arena is held),
-  dedupeBits, dedupeHashes.
+  dedupeBits, dedupeHashes, dedupeSet (bits of the bitmap set, counted as
+  they are set), reapat, delayat, schedat (lower bounds: meta.lua).
 
   Time is Redis TIME in integer microseconds (exact in a Lua double until
   2255). Numbers are written with string.format('%.0f'), never tostring,

@@ -17,7 +17,7 @@
 
 -- Later than any Redis TIME in µs this side of the year 2255: "none".
 local NEVER = 9007199254740991
-local META_FIELDS = { 'v', 'held', 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'maxAttempts', 'dedupeBits', 'reapat', 'delayat', 'schedat' }
+local META_FIELDS = { 'v', 'held', 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'maxAttempts', 'dedupeBits', 'dedupeSet', 'reapat', 'delayat', 'schedat' }
 local META = nil
 local MDIRTY = {}
 

@@ -1,8 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { FairQueue } from '../queue/index.js';
+import type { FairQueue, QueueStats } from '../queue/index.js';
 import type { TallyName } from './tally.js';
+
+/** How long one read of the per-domain counts serves the gauges of a scrape. */
+const SNAPSHOT_MS = 500;
 
 /**
  * A worker's Prometheus metrics (prom-client), served at /metrics by
@@ -22,6 +25,12 @@ export class CrawlMetrics {
 
   constructor(queue: FairQueue, arena: string) {
     const registers = [this.registry];
+    // One read of every queue's counts per scrape, shared by the two per-domain gauges.
+    let snapshot: { at: number; rows: Promise<QueueStats[]> } | undefined;
+    const perDomain = (): Promise<QueueStats[]> => {
+      if (!snapshot || performance.now() - snapshot.at > SNAPSHOT_MS) snapshot = { at: performance.now(), rows: queue.allQueueStats(arena) };
+      return snapshot.rows;
+    };
     this.pages = new Counter({ name: 'weir_pages_total', help: 'Pages fetched to a final response, by status class', labelNames: ['status_class'], registers });
     this.bytes = new Counter({ name: 'weir_bytes_total', help: 'Body bytes read (after decompression)', registers });
     this.fetchSeconds = new Histogram({
@@ -40,7 +49,7 @@ export class CrawlMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const q of await queue.allQueueStats(arena)) this.set({ domain: q.name }, q.queued);
+        for (const q of await perDomain()) this.set({ domain: q.name }, q.queued);
       },
     });
     new Gauge({
@@ -50,7 +59,7 @@ export class CrawlMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const q of await queue.allQueueStats(arena)) this.set({ domain: q.name }, q.leased);
+        for (const q of await perDomain()) this.set({ domain: q.name }, q.leased);
       },
     });
     new Gauge({

@@ -102,9 +102,14 @@ export class FairQueue {
     return Number(await this.run('configureDedupe', arena, [config.bits, config.hashes])) === 1;
   }
 
-  /** How many bits of the arena's dedupe bitmap are set (BITCOUNT: O(size), for status, not hot paths). */
+  /**
+   * How many bits of the arena's dedupe bitmap are set: counted by enqueue
+   * as it sets them, so O(1); an arena configured before that count was kept
+   * is counted with BITCOUNT (O(size)).
+   */
   async dedupeBitsSet(arena: string): Promise<number> {
-    return this.client.bitcount(arenaKey(this.prefix, arena, 'dedupe'));
+    const counted = await this.client.hget(arenaKey(this.prefix, arena, 'meta'), 'dedupeSet');
+    return counted === null ? this.client.bitcount(arenaKey(this.prefix, arena, 'dedupe')) : Number(counted);
   }
 
   /**

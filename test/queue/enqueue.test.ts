@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { FairQueue, type Lease } from '../../src/queue/index.js';
+import { arenaKey } from '../../src/queue/keys.js';
 import { freshArena, useRedis } from '../helpers/fixture.js';
 
 const fx = useRedis();
@@ -79,7 +80,35 @@ describe('enqueue', () => {
     );
     assert.equal((added[0] ?? 0) + (added[1] ?? 0), 10_000);
     assert.equal((await setup.stats(arena)).queued, 10_000);
+    // The filter's fill, counted as bits are set, is the bitmap's own count.
+    assert.equal(await setup.dedupeBitsSet(arena), await fx.redis.bitcount(arenaKey('weir', arena, 'dedupe')));
     for (const c of clients) c.disconnect();
+  });
+
+  it('concurrent enqueues to many queues go in one script call, each queue in its own order', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const names = Array.from({ length: 50 }, (_, i) => `q${i}`);
+    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
+    await q.configureDedupe(arena, { bits: BITS, hashes: K });
+    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    // One turn of the event loop: 50 queues × 3 items, one of them a repeat of another queue's.
+    const added = await Promise.all(names.map((n, i) => q.enqueue(arena, n, [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`], { dedupe: [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`].map(positions) })));
+    assert.equal(await calls(), before + 1, 'one script call');
+    // Each item is new once, in the call's order (queue by queue): q_i's third item is
+    // q_{i+1}'s first, so q_i keeps it and q_{i+1}'s own is dropped; q49's third is q0's first.
+    assert.deepEqual(added, names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)));
+    const seen = new Map<string, string[]>();
+    for (;;) {
+      const r = await q.dequeue(arena);
+      if (!r.lease) break;
+      seen.set(r.lease.queue, [...(seen.get(r.lease.queue) ?? []), r.lease.item]);
+      await q.commit(r.lease);
+    }
+    assert.deepEqual(seen.get('q0'), ['q0/1', 'q0/2', 'q1/1']);
+    assert.deepEqual(seen.get('q3'), ['q3/2', 'q4/1']);
+    assert.deepEqual(seen.get('q49'), ['q49/2']);
   });
 
   it('enqueue into an unknown queue is refused and writes nothing', async () => {
