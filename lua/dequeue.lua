@@ -55,7 +55,8 @@
   queue first, and passes over queues promised to others while their promise
   stands (until CLAIM_GRACE_US after the slot, so a caller that died delays
   nobody for long). Promises only decide who goes first among ready queues
-  and when callers wake, never the rate: politeness is untouched.
+  and when callers wake, never the rate: politeness is untouched. An
+  unlimited queue is never promised: it has no slot to share out.
   Errors: WEIR_BAD_ARGS, WEIR_SCHEMA.
 ]]
 --@include "arena"
@@ -179,6 +180,9 @@ local function wait_reply(now, promise_ready)
   for _, qid in ipairs(ready) do
     local st = qstate(qid)
     if st.cl <= now then
+      -- An unlimited queue has no slot to share out: it is ready for whoever
+      -- comes, never claimed (a claim would only turn other callers away).
+      if st.iv == 0 then return { 0, '' } end
       if promise_ready then
         st.cl = now + CLAIM_GRACE_US
         qdirty(qid, st)

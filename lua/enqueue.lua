@@ -100,6 +100,9 @@ local now = nil
 local i = 0
 for _, grp in ipairs(groups) do
   local st = qstate(grp.qid)
+  -- Only an empty queue can change place by getting items (schedule.lua's
+  -- activate): a queue with items is already where it belongs.
+  local was_empty = st.q == 0
   local here = 0
   for _ = 1, grp.n do
     i = i + 1
@@ -112,8 +115,10 @@ for _, grp in ipairs(groups) do
     end
   end
   if here > 0 then
-    now = now or now_us()
-    if activate(grp.qid, now) then woke = true end
+    if was_empty then
+      now = now or now_us()
+      if activate(grp.qid, now) then woke = true end
+    end
     added = added + here
   end
 end
