@@ -4,9 +4,6 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FairQueue, QueueStats } from '../queue/index.js';
 import type { TallyName } from './tally.js';
 
-/** How long one read of the per-domain counts serves the gauges of a scrape. */
-const SNAPSHOT_MS = 500;
-
 /**
  * A worker's Prometheus metrics (prom-client), served at /metrics by
  * `weir worker --metrics-port P`. Counters are this worker's own; the
@@ -25,11 +22,12 @@ export class CrawlMetrics {
 
   constructor(queue: FairQueue, arena: string) {
     const registers = [this.registry];
-    // One read of every queue's counts per scrape, shared by the two per-domain gauges.
-    let snapshot: { at: number; rows: Promise<QueueStats[]> } | undefined;
+    // One read of every queue's counts per scrape, shared by the two per-domain
+    // gauges (a scrape collects them concurrently): a read in flight is joined.
+    let reading: Promise<QueueStats[]> | undefined;
     const perDomain = (): Promise<QueueStats[]> => {
-      if (!snapshot || performance.now() - snapshot.at > SNAPSHOT_MS) snapshot = { at: performance.now(), rows: queue.allQueueStats(arena) };
-      return snapshot.rows;
+      reading ??= queue.allQueueStats(arena).finally(() => (reading = undefined));
+      return reading;
     };
     this.pages = new Counter({ name: 'weir_pages_total', help: 'Pages fetched to a final response, by status class', labelNames: ['status_class'], registers });
     this.bytes = new Counter({ name: 'weir_bytes_total', help: 'Body bytes read (after decompression)', registers });
