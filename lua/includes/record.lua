@@ -25,10 +25,22 @@ local QFIXED = #QFIELDS * 8
 local QCACHE = {}
 local QDIRTY = {}
 
+-- (The record is built and packed field by field, in QFIELDS order, rather
+-- than by looping over QFIELDS: a table constructor sizes the table once,
+-- and every queue a call touches is read and written through these two.)
+local function qrecord(name, q, l, hc, ho, tc, tn, tb, fn, nx, c, cap, p, iv, hold, d, done, dead, cl)
+  return {
+    name = name, q = q, l = l, hc = hc, ho = ho, tc = tc, tn = tn, tb = tb, fn = fn, nx = nx,
+    c = c, cap = cap, p = p, iv = iv, hold = hold, d = d, done = done, dead = dead, cl = cl,
+  }
+end
+
+local function qpack(st)
+  return struct.pack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
+end
+
 local function qnew(name)
-  local st = { name = name }
-  for _, k in ipairs(QFIELDS) do st[k] = 0 end
-  return st
+  return qrecord(name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 end
 
 local function qstate(qid)
@@ -38,9 +50,7 @@ local function qstate(qid)
   if not rec then
     raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
   end
-  local v = { struct.unpack(QFMT, rec) }
-  st = { name = string.sub(rec, QFIXED + 1) }
-  for i, k in ipairs(QFIELDS) do st[k] = v[i] end
+  st = qrecord(string.sub(rec, QFIXED + 1), struct.unpack(QFMT, rec))
   QCACHE[qid] = st
   return st
 end
@@ -52,10 +62,7 @@ end
 
 local function flush_records()
   for qid in pairs(QDIRTY) do
-    local st = QCACHE[qid]
-    local v = {}
-    for i, k in ipairs(QFIELDS) do v[i] = st[k] end
-    redis.call('HSET', K_QUEUES, qid, struct.pack(QFMT, unpack(v)) .. st.name)
+    redis.call('HSET', K_QUEUES, qid, qpack(QCACHE[qid]))
   end
   QDIRTY = {}
 end
