@@ -94,9 +94,12 @@ function efficiency(web: SyntheticWeb, rate: number, sites: number): { eff: numb
 
 const latency = (i: number): number => 20 + ((i * 37) % 281);
 
+/** BENCH_PACE: run only the scenarios whose name contains it ('fairness' for the first). */
+const ONLY = process.env.BENCH_PACE ?? '';
+
 export async function paceBenchmarks(out: Out, dir: string): Promise<void> {
   // Fairness: one domain at 0.5/s (Crawl-delay 2) among 100 unlimited ones.
-  {
+  if ('fairness'.includes(ONLY)) {
     const specs: SiteSpec[] = [{ pages: 15, latencyMs: 50, crawlDelay: 2 }, ...Array.from({ length: 100 }, (_, i) => ({ pages: 30, latencyMs: latency(i + 1) }))];
     const web = await startSyntheticWeb(specs);
     const { wallMs } = await crawl(web, specs.map(() => 'unlimited'), dir, { workers: 2, concurrency: 16 });
@@ -134,7 +137,7 @@ export async function paceBenchmarks(out: Out, dir: string): Promise<void> {
       target: '≥ 0.84',
     },
   ];
-  for (const run of runs) {
+  for (const run of runs.filter((r) => r.name.includes(ONLY))) {
     const web = await startSyntheticWeb(run.specs);
     const { wallMs } = await crawl(web, run.specs.map(() => run.rate), dir, run.s);
     const e = efficiency(web, run.rate, run.specs.length);
