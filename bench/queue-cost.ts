@@ -13,7 +13,7 @@
  * "unlimited"); weir's are unlimited.
  */
 import type { Redis } from 'ioredis';
-import type { FairQueue, Lease } from '../src/queue/index.js';
+import { ScriptRunner, arenaKeys, type FairQueue, type Lease } from '../src/queue/index.js';
 import { SeedDesignQueue } from './seed-design.js';
 
 type Out = (name: string, value: string, note?: string) => void;
@@ -54,7 +54,29 @@ async function measure(redis: Redis, total: number, loops: number, op: () => Pro
 const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
 const row = (c: Cost): string => `${Math.round(c.perSecond).toLocaleString('en-US')}/s, ${c.cpuUs.toFixed(1)} µs, ${c.commands.toFixed(1)} cmds`;
 
+/**
+ * What one script call costs Redis when calls come one at a time, back to
+ * back and then spaced out as a modest crawl sends them: an idle Redis pays
+ * for waking up on each (the event loop, the system calls), which no change
+ * to the scripts can save.
+ */
+async function wakeCost(redis: Redis, out: Out): Promise<void> {
+  const keys = arenaKeys('weir', 'wake-cost');
+  const runner = new ScriptRunner(redis);
+  for (const gapMs of [0, 2]) {
+    const calls = gapMs === 0 ? 3000 : 1000;
+    const before = await usage(redis);
+    for (let i = 0; i < calls; i++) {
+      await runner.run('noop', keys, ['x']);
+      if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+    }
+    const after = await usage(redis);
+    out(`no-op script, one in flight, ${gapMs ? `one call per ${gapMs} ms` : 'back to back'}: Redis CPU per call`, `${(((after.cpu - before.cpu) * 1e6) / calls).toFixed(1)} µs`, gapMs ? 'Redis sleeps between calls and wakes for each' : '');
+  }
+}
+
 export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number, out: Out): Promise<void> {
+  await wakeCost(redis, out);
   const seed = new SeedDesignQueue(redis.duplicate());
   for (const queues of [100, 10_000]) {
     const names = Array.from({ length: queues }, (_, i) => `q${i}`);
