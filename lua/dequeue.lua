@@ -17,8 +17,9 @@
            with one URL ends its lease and asks for the next in one call
 
   Steps, all on Redis time: replay (a resent call gets its own leases back),
-  commit the tokens given, reap expired leases, promote due retries, promote due queues, serve one
-  item per turn of the round-robin, and reply (with a promise).
+  commit the tokens given, reap expired leases, promote due retries, promote
+  due queues, serve one item per turn of the round-robin, and reply (with a
+  promise).
   A served queue goes back to the tail of the round-robin, or to `sched` at
   its next allowed time, so a batch is as fair and as polite as single calls.
 
@@ -38,8 +39,8 @@
   a queue are never less than its interval apart, and a caller that is late
   costs only its own slot, never the pace of the slots after it.
 
-  Returns {{waitUs, promised, nowUs, committed}, lease, lease, ...}, each lease {token,
-  queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
+  Returns {{waitUs, promised, nowUs, committed}, lease, lease, ...}, each
+  lease {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
   Redis's clock, intervalUs the queue's interval (0 = unlimited). waitUs
   tells the caller when its next call may find work: 0 when more is ready
   now, else how long until something may become ready (a rate slot, a

@@ -182,8 +182,8 @@ export class CrawlWorker {
       }
       if (!lease) break;
       this.options.metrics?.leases.inc({ outcome: 'taken' });
-      done = await this.handle(lease);
-      if (done && done.outcome.kind !== 'commit') done = await this.settle(done);
+      const decided = await this.handle(lease);
+      done = decided.outcome.kind === 'commit' ? decided : await this.settle(decided);
     }
     if (done) await this.settle(done);
   }

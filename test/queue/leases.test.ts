@@ -66,6 +66,39 @@ describe('leases', () => {
     assert.deepEqual([s.queued, s.leased], [1, 0]);
   });
 
+  it('commitAndTake: the commit and the next lease in one script call; an expired lease is reported stale; stopped, it commits alone', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited', maxInFlight: 1 } });
+    await q.enqueue(arena, 'a', ['1', '2', '3', '4']);
+    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const first = await must(q.dequeue(arena));
+    const before = await calls();
+    // At its in-flight cap of 1 the queue has nothing for anyone until the commit: one call does both.
+    const { committed, next } = q.commitAndTake(first);
+    assert.equal(await committed, 'ok');
+    const second = await next;
+    assert.equal(second?.item, '2');
+    assert.equal(await calls(), before + 1);
+    // A lease that expired is stale for its late commit; the next lease still comes.
+    assert.equal(await q.commit(second), 'ok');
+    const third = await must(q.dequeue(arena, { leaseMs: 50 }));
+    await sleep(120);
+    const late = q.commitAndTake(third);
+    assert.equal(await late.committed, 'stale');
+    const again = await late.next;
+    assert.equal(again?.item, '3', "the expired lease's item came back first");
+    assert.equal(again?.attempt, 2);
+    // Stopped before it starts: the commit still goes, and no lease is taken.
+    const ac = new AbortController();
+    ac.abort();
+    const stopped = q.commitAndTake(again, { signal: ac.signal });
+    assert.equal(await stopped.committed, 'ok');
+    assert.equal(await stopped.next, null);
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased, s.done], [1, 0, 3]);
+  });
+
   it('extend keeps a lease alive past its first expiry', async () => {
     const q = fx.queue();
     const arena = freshArena();
