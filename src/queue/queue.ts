@@ -4,6 +4,7 @@ import { bad, checkDedupe, checkInt, checkItems, checkName, checkRate, checkReas
 import { unlinkNamespace } from './clear.js';
 import { RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
+import { enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
 import { arenaKey, arenaKeys, arenaNamespace, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDead, decodeDequeue, decodeExtend, decodeOutcome, decodeRetry, decodeStats, type StatsReply } from './replies.js';
@@ -14,11 +15,6 @@ import { Waiting } from './waiting.js';
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
 type TakeStep = DequeueResult & { committed?: LeaseOutcome };
 
-interface EnqueueRequest {
-  queue: string;
-  items: readonly string[];
-  dedupe: readonly (readonly number[])[] | undefined;
-}
 
 /**
  * The rate-limited, fair, leased fan-in queue. Every scheduling decision is
@@ -137,23 +133,11 @@ export class FairQueue {
    */
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
     const [arena, k] = JSON.parse(key) as [string, number];
-    const entries = reqs.flatMap((r, req) => r.items.map((item, j) => ({ req, queue: r.queue, item, bits: r.dedupe?.[j] ?? [] })));
     const counts = reqs.map(() => 0);
-    for (let i = 0; i < entries.length; i += LIMITS.maxPerCall) {
-      const groups = new Map<string, typeof entries>();
-      for (const e of entries.slice(i, i + LIMITS.maxPerCall)) {
-        const group = groups.get(e.queue);
-        if (group) group.push(e);
-        else groups.set(e.queue, [e]);
-      }
-      const ordered = [...groups.values()].flat();
-      const args: (string | number)[] = [k, groups.size];
-      for (const [queue, group] of groups) args.push(queue, group.length);
-      for (const e of ordered) args.push(e.item);
-      if (k > 0) for (const e of ordered) args.push(...e.bits);
-      const flags = String(await this.run('enqueue', arena, args));
-      ordered.forEach((e, j) => {
-        if (flags[j] === '1') counts[e.req] = (counts[e.req] ?? 0) + 1;
+    for (const call of enqueueCalls(reqs, k, LIMITS.maxPerCall)) {
+      const flags = String(await this.run('enqueue', arena, call.args));
+      call.requestOf.forEach((req, j) => {
+        if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;
       });
     }
     return counts;
