@@ -202,7 +202,9 @@ local function wait_reply(now, promise_ready)
     if e and tonumber(mget(count) or '0') > 0 and (w == nil or e < w) then w = e end
   end
   -- The earliest rate slot not promised to another caller.
-  local slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES')
+  -- (None to look at when the bound says `sched` is empty: meta.lua.)
+  local slots = {}
+  if tonumber(mget('schedat') or '') ~= NEVER then slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES') end
   for i = 1, #slots, 2 do
     local qid, at = slots[i], tonumber(slots[i + 1])
     if w ~= nil and w <= at then break end
@@ -267,6 +269,9 @@ local function advance(st, served)
   st.nx = served + whole
 end
 
+-- The record of the queue the last serve put back into `ready`, if it did.
+local last_back = nil
+
 -- Serves up to `count` items, one per turn. Queue records are cached for
 -- the call (a batch may serve one queue many times) and written once by
 -- flush(); arena counters and the turn counter are summed and written once.
@@ -300,9 +305,11 @@ local function serve(now, horizon)
         leases[#leases + 1] = lease_reply(token, st, item, attempts + 1, expires_ms, fmt(served))
       end
       -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
+      last_back = nil
       if schedulable(st) then
         if due_at(st) <= horizon then
           redis.call('ZADD', K_READY, turn, qid)
+          last_back = st
         else
           sched_add(qid, due_at(st))
         end
@@ -345,7 +352,16 @@ promote_due_queues(horizon)
 local held = mget('held') == '1'
 local leases = {}
 if not held then leases = serve(now, horizon) end
-local head = wait_reply(now, not held)
+-- Every lease asked for served, the last from an unlimited queue that went
+-- straight back to the ready set (the call ended there): more is ready now,
+-- and an unlimited queue is never promised, so the reply needs no look at
+-- the schedule.
+local head
+if #leases == count and last_back and last_back.iv == 0 then
+  head = { 0, '' }
+else
+  head = wait_reply(now, not held)
+end
 head[3] = fmt(now)
 head[4] = table.concat(committed)
 -- More is ready than this caller took: pass a wake-up on (when it was woken,

@@ -19,6 +19,11 @@ local function sched_add(qid, at)
   lower_bound('schedat', at)
 end
 
+-- A queue out of `sched` (skipped when the bound says `sched` is empty: meta.lua).
+local function sched_rem(qid)
+  if tonumber(mget('schedat') or '') ~= NEVER then redis.call('ZREM', K_SCHED, qid) end
+end
+
 local function earliest(zkey)
   local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
   if r[2] then return tonumber(r[2]) end
@@ -50,13 +55,13 @@ local function activate(qid, now)
   local st = qstate(qid)
   if not schedulable(st) then
     redis.call('ZREM', K_READY, qid)
-    redis.call('ZREM', K_SCHED, qid)
+    sched_rem(qid)
     return false
   end
   local at = due_at(st)
   if at <= now then
     if redis.call('ZSCORE', K_READY, qid) then return false end
-    redis.call('ZREM', K_SCHED, qid)
+    sched_rem(qid)
     redis.call('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
     return true
   end
