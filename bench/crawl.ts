@@ -28,6 +28,7 @@ import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
 import { paceBenchmarks } from './pace.js';
 import { redisCostBenchmarks } from './redis-cost.js';
+import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const ORIGINS = Number(process.env.BENCH_ORIGINS ?? 4);
@@ -124,13 +125,6 @@ const tmp = await mkdtemp(join(tmpdir(), 'weir-bench-'));
 // weir.
 const redisServer = await startRedis();
 const redis = new Redis({ port: redisServer.port, host: '127.0.0.1' });
-const redisNumbers = async (): Promise<{ calls: number; cpu: number }> => {
-  const stats = await redis.info('commandstats');
-  const calls = [...stats.matchAll(/calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
-  const cpu = await redis.info('cpu');
-  const c = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
-  return { calls, cpu: c('used_cpu_user') + c('used_cpu_sys') };
-};
 const seedPath = join(tmp, 'bench.yaml');
 await writeFile(
   seedPath,
@@ -164,11 +158,11 @@ async function weirCrawl(extra: string[], on: { seedPath: string; servers: Corpu
   await redis.flushall();
   await redis.config('RESETSTAT');
   on.servers.reset();
-  const r0 = await redisNumbers();
+  const r0 = await redisUsage(redis);
   const t0 = performance.now();
   const run = await runProcess(process.execPath, [cliBundle(), 'crawl', on.seedPath, '--workers', String(WORKERS), '--concurrency', String(on.concurrency), '--out', join(tmp, 'weir.jsonl'), '--redis', redisServer.url, ...extra], { WEIR_LOG_LEVEL: 'info' });
   const wallMs = performance.now() - t0;
-  const r1 = await redisNumbers();
+  const r1 = await redisUsage(redis);
   if (run.code !== 0) {
     process.stderr.write(run.stderr);
     throw new Error(`weir crawl exited ${run.code}`);
@@ -190,7 +184,7 @@ async function weirCrawl(extra: string[], on: { seedPath: string; servers: Corpu
     const got = new Set(pages.filter((r) => r.origin === o).map((r) => r.path));
     for (const p of want) if (!got.has(p)) missing++;
   }
-  return { wallMs, pages: pages.length, rate: pages.length / span(log), span: span(log), workerCpuMs, calls: r1.calls - r0.calls, cpu: r1.cpu - r0.cpu, links, missing };
+  return { wallMs, pages: pages.length, rate: pages.length / span(log), span: span(log), workerCpuMs, calls: totalCalls(callsBetween(r0, r1)), cpu: r1.cpu - r0.cpu, links, missing };
 }
 
 const w = await weirCrawl([]);

@@ -14,6 +14,7 @@
  */
 import type { Redis } from 'ioredis';
 import { ScriptRunner, arenaKeys, type FairQueue, type Lease } from '../src/queue/index.js';
+import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { SeedDesignQueue } from './seed-design.js';
 
 type Out = (name: string, value: string, note?: string) => void;
@@ -24,17 +25,9 @@ interface Cost {
   commands: number;
 }
 
-async function usage(redis: Redis): Promise<{ cpu: number; calls: number }> {
-  const stats = await redis.info('commandstats');
-  const calls = [...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter((m) => m[1] !== 'info').reduce((a, m) => a + Number(m[2]), 0);
-  const cpu = await redis.info('cpu');
-  const c = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
-  return { cpu: c('used_cpu_user') + c('used_cpu_sys'), calls };
-}
-
 /** Runs `loops` concurrent loops of `op` until `total` items are done; Redis's cost per item. */
 async function measure(redis: Redis, total: number, loops: number, op: () => Promise<number>): Promise<Cost> {
-  const before = await usage(redis);
+  const before = await redisUsage(redis);
   const t0 = performance.now();
   let done = 0;
   await Promise.all(
@@ -47,8 +40,8 @@ async function measure(redis: Redis, total: number, loops: number, op: () => Pro
     }),
   );
   const s = (performance.now() - t0) / 1000;
-  const after = await usage(redis);
-  return { perSecond: done / s, cpuUs: ((after.cpu - before.cpu) * 1e6) / done, commands: (after.calls - before.calls) / done };
+  const after = await redisUsage(redis);
+  return { perSecond: done / s, cpuUs: ((after.cpu - before.cpu) * 1e6) / done, commands: totalCalls(callsBetween(before, after)) / done };
 }
 
 const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
@@ -65,12 +58,12 @@ async function wakeCost(redis: Redis, out: Out): Promise<void> {
   const runner = new ScriptRunner(redis);
   for (const gapMs of [0, 2]) {
     const calls = gapMs === 0 ? 3000 : 1000;
-    const before = await usage(redis);
+    const before = await redisUsage(redis);
     for (let i = 0; i < calls; i++) {
       await runner.run('noop', keys, ['x']);
       if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
     }
-    const after = await usage(redis);
+    const after = await redisUsage(redis);
     out(`no-op script, one in flight, ${gapMs ? `one call per ${gapMs} ms` : 'back to back'}: Redis CPU per call`, `${(((after.cpu - before.cpu) * 1e6) / calls).toFixed(1)} µs`, gapMs ? 'Redis sleeps between calls and wakes for each' : '');
   }
 }

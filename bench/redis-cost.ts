@@ -16,22 +16,10 @@ import { Redis } from 'ioredis';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
+import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { startSyntheticWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
-
-interface Usage {
-  cpu: number;
-  calls: Map<string, number>;
-}
-
-async function usage(redis: Redis): Promise<Usage> {
-  const calls = new Map<string, number>();
-  for (const m of (await redis.info('commandstats')).matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) calls.set(m[1] as string, Number(m[2]));
-  const cpu = await redis.info('cpu');
-  const c = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
-  return { cpu: c('used_cpu_user') + c('used_cpu_sys'), calls };
-}
 
 /** Redis's cost of one `weir crawl` of `seed`: CPU s and calls by command. */
 async function crawlCost(seed: string, dir: string, concurrency: number): Promise<{ cpu: number; calls: Map<string, number> }> {
@@ -41,16 +29,14 @@ async function crawlCost(seed: string, dir: string, concurrency: number): Promis
     const seedPath = join(dir, 'cost.yaml');
     await writeFile(seedPath, seed);
     // Our own INFO calls are left out of the counts below.
-    const before = await usage(redis);
+    const before = await redisUsage(redis);
     const code = await new Promise<number | null>((resolve) => {
       const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', String(concurrency), '--out', join(dir, 'cost.jsonl'), '--redis', server.url], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
       p.on('exit', resolve);
     });
     if (code !== 0) throw new Error(`weir crawl exited ${code}`);
-    const after = await usage(redis);
-    const calls = new Map<string, number>();
-    for (const [k, v] of after.calls) if (k !== 'info') calls.set(k, v - (before.calls.get(k) ?? 0));
-    return { cpu: after.cpu - before.cpu, calls };
+    const after = await redisUsage(redis);
+    return { cpu: after.cpu - before.cpu, calls: callsBetween(before, after) };
   } finally {
     redis.disconnect();
     await server.destroy();
@@ -58,7 +44,7 @@ async function crawlCost(seed: string, dir: string, concurrency: number): Promis
 }
 
 function report(out: Out, name: string, pages: number, cost: { cpu: number; calls: Map<string, number> }, target: string): void {
-  const total = [...cost.calls.values()].reduce((a, b) => a + b, 0);
+  const total = totalCalls(cost.calls);
   const top = [...cost.calls]
     .sort((a, b) => b[1] - a[1])
     .slice(0, 8)

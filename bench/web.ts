@@ -6,6 +6,7 @@
  * Retry-After). Every request is logged with the server's own clock.
  */
 import type { RequestListener } from 'node:http';
+import { smallestGap } from '../test/helpers/web.js';
 import { listenSites, type Sites } from './sites.js';
 
 export interface SiteSpec {
@@ -71,10 +72,7 @@ export function requestsBySite(log: SyntheticWeb['log'], sites: number): number[
   return n;
 }
 
-/** Smallest gap between two requests to one site, ms (server clock). */
+/** Smallest gap between two requests to one site, ms (server clock; these stamps' own lag is not measured). */
 export function smallestGapBySite(log: SyntheticWeb['log'], site: number): number {
-  const t = log.filter((r) => r.site === site).map((r) => r.at).sort((a, b) => a - b);
-  let gap = Infinity;
-  for (let i = 1; i < t.length; i++) gap = Math.min(gap, (t[i] as number) - (t[i - 1] as number));
-  return gap;
+  return smallestGap(log.filter((r) => r.site === site).map((r) => ({ path: r.path, at: r.at, lag: 0 })));
 }

@@ -69,10 +69,16 @@ local function bound_passed(field, now)
   return b == nil or b <= now
 end
 
+-- The earliest score in a sorted set, or nil when it is empty.
+local function earliest(zkey)
+  local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  if r[2] then return tonumber(r[2]) end
+  return nil
+end
+
 -- After a lookup: the bound is the set's earliest score again (NEVER when empty).
 local function reset_bound(field, zkey)
-  local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
-  mset(field, fmt(r[2] and tonumber(r[2]) or NEVER))
+  mset(field, fmt(earliest(zkey) or NEVER))
 end
 
 local function ensure_schema()

@@ -24,12 +24,6 @@ local function sched_rem(qid)
   if tonumber(mget('schedat') or '') ~= NEVER then redis.call('ZREM', K_SCHED, qid) end
 end
 
-local function earliest(zkey)
-  local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
-  if r[2] then return tonumber(r[2]) end
-  return nil
-end
-
 -- Has items and room under its in-flight cap, and is not held: it belongs in
 -- `ready` or `sched` (which one, its time decides).
 local function schedulable(st)

@@ -29,8 +29,9 @@ export interface FollowedPage {
  * A page's links to new queued URLs: extracted (htmlparser2, plus the
  * user's onPage), normalised, deduped within the page, scoped, filtered,
  * depth-checked, passed over when this worker already offered them (its
- * local filter), then enqueued through the shared Bloom filter with one
- * queue call per target domain (concurrent, coalesced per queue).
+ * local filter), then enqueued through the shared Bloom filter: one
+ * enqueue per target domain, all made in one turn of the event loop, which
+ * the queue client sends as one script call.
  */
 export class LinkFollower {
   private readonly bloom: BloomParams;
@@ -150,7 +151,7 @@ export class LinkFollower {
     return { inScope: candidates, enqueued };
   }
 
-  /** One queue call per target domain, concurrently: how many were offered and how many were new. */
+  /** One enqueue per target domain, all at once (one script call): how many were offered and how many were new. */
   private async enqueueGrouped(byDomain: Map<string, CrawlItem[]>): Promise<{ candidates: number; enqueued: number }> {
     const counts = await Promise.all([...byDomain].map(([domain, items]) => this.enqueue(domain, items)));
     return { candidates: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };

@@ -1,0 +1,28 @@
+/**
+ * What Redis has spent so far, for the benchmarks' before/after deltas:
+ * main-thread CPU seconds (INFO cpu, user + sys) and calls by command
+ * (INFO commandstats, commands run inside scripts counted too).
+ */
+import type { Redis } from 'ioredis';
+
+export interface RedisUsage {
+  cpu: number;
+  calls: Map<string, number>;
+}
+
+export async function redisUsage(redis: Redis): Promise<RedisUsage> {
+  const calls = new Map<string, number>();
+  for (const m of (await redis.info('commandstats')).matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) calls.set(m[1] as string, Number(m[2]));
+  const cpu = await redis.info('cpu');
+  const c = (k: string): number => Number(new RegExp(`${k}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
+  return { cpu: c('used_cpu_user') + c('used_cpu_sys'), calls };
+}
+
+/** Calls made between two readings, by command, leaving out the readings' own INFO. */
+export function callsBetween(before: RedisUsage, after: RedisUsage): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const [k, v] of after.calls) if (k !== 'info') calls.set(k, v - (before.calls.get(k) ?? 0));
+  return calls;
+}
+
+export const totalCalls = (calls: Map<string, number>): number => [...calls.values()].reduce((a, b) => a + b, 0);
