@@ -7,22 +7,28 @@
   KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  bits: a multiple of 512 (one block = 64 bytes), 512..MAX_DEDUPE_BITS
   ARGV[2]  hashes: bit positions per item, 1..MAX_HASHES
+  ARGV[3]  span (optional): when this shard holds one part of an arena's
+           bitmap, the arena-wide size bit positions are given in (bits..
+           MAX_DEDUPE_BITS * MAX_SHARDS); position p is then bit p mod bits
 
   Returns 1 when configured now, 0 when it already was, identically.
   Errors: WEIR_BAD_ARGS, WEIR_DEDUPE_MISMATCH (configured before with other numbers).
 ]]
 --@include "arena"
 
-argc(2, 'bits hashes')
+if #ARGV < 2 or #ARGV > 3 then raise('WEIR_BAD_ARGS', 'usage: bits hashes [span]') end
 local bits = int_arg(1, 'bits', 512, MAX_DEDUPE_BITS)
 if bits % 512 ~= 0 then raise('WEIR_BAD_ARGS', 'bits must be a multiple of 512') end
 local hashes = int_arg(2, 'hashes', 1, MAX_HASHES)
+local span = bits
+if ARGV[3] then span = int_arg(3, 'span', bits, MAX_DEDUPE_BITS * MAX_SHARDS) end
 ensure_schema()
-local old = redis.call('HMGET', K_META, 'dedupeBits', 'dedupeHashes')
+local old = redis.call('HMGET', K_META, 'dedupeBits', 'dedupeHashes', 'dedupeSpan')
 if old[1] then
-  if tonumber(old[1]) == bits and tonumber(old[2]) == hashes then return 0 end
+  if tonumber(old[1]) == bits and tonumber(old[2]) == hashes and (tonumber(old[3] or old[1]) == span) then return 0 end
   raise('WEIR_DEDUPE_MISMATCH', 'arena already has a dedupe bitmap of ' .. old[1] .. ' bits and ' .. tostring(old[2]) .. ' hashes')
 end
 redis.call('HSET', K_META, 'v', SCHEMA_VERSION, 'dedupeBits', fmt(bits), 'dedupeHashes', hashes, 'dedupeSet', 0)
+if span ~= bits then redis.call('HSET', K_META, 'dedupeSpan', fmt(span)) end
 redis.call('SETBIT', K_DEDUPE, fmt(bits - 1), 0)
 return 1

@@ -13,7 +13,10 @@
   ARGV[6]  ahead: µs (0..MAX_AHEAD_MS*1000) before a slot this caller may be
            served it; the lease's servedAt is then the slot itself (later than
            now), and the caller must not act before it (see "Ahead")
-  ARGV[7..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
+  ARGV[7]  '1' to be told how many queues are ready (the reply's readyCount:
+           a client spreading its calls over an arena's shards weighs each
+           shard by it), else ''
+  ARGV[8..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
            with one URL ends its lease and asks for the next in one call
 
   Steps, all on Redis time: replay (a resent call gets its own leases back),
@@ -39,14 +42,14 @@
   a queue are never less than its interval apart, and a caller that is late
   costs only its own slot, never the pace of the slots after it.
 
-  Returns {{waitUs, promised, nowUs, committed}, lease, lease, ...}, each
+  Returns {{waitUs, promised, nowUs, committed, readyCount}, lease, lease, ...}, each
   lease {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
   Redis's clock, intervalUs the queue's interval (0 = unlimited). waitUs
   tells the caller when its next call may find work: 0 when more is ready
   now, else how long until something may become ready (a rate slot, a
   retry, a lease expiry), or -1 when nothing will without a new
   enqueue/commit/unhold (block on the wake list then). committed has a
-  character per token of ARGV[7..]: '1' committed, '0' stale (as commit.lua);
+  character per token of ARGV[8..]: '1' committed, '0' stale (as commit.lua);
   a replayed call reports them committed, the call it repeats having run.
 
   Promises. Idle callers are spread over the upcoming slots instead of all
@@ -74,8 +77,8 @@ local CLAIM_GRACE_US = 20000
 -- Weight of the newest serve in the arena's pace estimate (meta 'gap': µs between serves).
 local PACE_WEIGHT = 0.05
 
-if #ARGV < 6 or #ARGV > 6 + MAX_PER_CALL then
-  raise('WEIR_BAD_ARGS', 'expected 6 arguments (token leaseMs woken count promised ahead) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
+if #ARGV < 7 or #ARGV > 7 + MAX_PER_CALL then
+  raise('WEIR_BAD_ARGS', 'expected 7 arguments (token leaseMs woken count promised ahead readyCount) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
 end
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
@@ -85,8 +88,9 @@ local count = int_arg(4, 'count', 1, MAX_PER_CALL)
 local promised = str_arg(5, 'promised', 20, true)
 if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_ARGS', 'promised must be a queue id') end
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
+local want_ready = ARGV[7] == '1'
 local commits = {}
-for i = 7, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
+for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
@@ -103,7 +107,7 @@ end
 local function replay()
   if redis.call('HEXISTS', K_LEASES, base .. '.1') == 0 then return nil end
   local now_s = fmt(now_us())
-  local again = { { 0, '', now_s } }
+  local again = { { 0, '', now_s, '', -1 } }
   for i = 1, count do
     local token = base .. '.' .. i
     local rec = redis.call('HGET', K_LEASES, token)
@@ -364,6 +368,7 @@ else
 end
 head[3] = fmt(now)
 head[4] = table.concat(committed)
+head[5] = want_ready and redis.call('ZCARD', K_READY) or -1
 -- More is ready than this caller took: pass a wake-up on (when it was woken,
 -- or its commits freed a queue's in-flight cap).
 if ((#leases > 0 and woken) or freed) and head[1] == 0 then signal() end

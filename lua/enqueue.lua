@@ -4,11 +4,13 @@
   point at, in one call.
 
   KEYS: the arena key block (lua/includes/keys.lua).
-  ARGV[1]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
-  ARGV[2]  g: number of queues (1..MAX_PER_CALL)
-  ARGV[3 .. 2+2g]   g pairs: queue name (must exist: see setLimits), n_i (its item count, >= 1)
+  ARGV[1]  shards: the caller's shard count of the arena (meta.lua check_shards)
+  ARGV[2]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
+  ARGV[3]  g: number of queues (1..MAX_PER_CALL)
+  ARGV[4 .. 3+2g]   g pairs: queue name (must exist: see setLimits), n_i (its item count, >= 1)
   then the items, queue by queue (n = sum of n_i, 1..MAX_PER_CALL; 0..MAX_ITEM_BYTES bytes each)
-  then item by item its k bit positions (integers < dedupeBits)
+  then item by item its k bit positions (integers < dedupeSpan, else < dedupeBits;
+  a shard's part of a bitmap takes position p at bit p mod dedupeBits)
 
   An item with dedupe is enqueued only if not all of its bits were already
   set; its bits are set in the same step (BITFIELD SET returns the old bits,
@@ -17,45 +19,48 @@
   nor can one item twice in one call.
   Returns a string of n characters, '1' for each item enqueued and '0' for
   each dropped by dedupe, in order.
-  Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA.
+  Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA, WEIR_SHARDS_CHANGED.
 ]]
 --@include "arena"
 
 -- Bit positions per BITFIELD command (4 arguments each, well inside unpack's limit).
 local BITS_PER_BITFIELD = 1000
 
-if #ARGV < 4 then raise('WEIR_BAD_ARGS', 'usage: k g (queue n)... items... positions...') end
-local k = int_arg(1, 'k', 0, MAX_HASHES)
-local g = int_arg(2, 'g', 1, MAX_PER_CALL)
-if #ARGV < 2 + 2 * g then raise('WEIR_BAD_ARGS', 'expected ' .. g .. ' (queue n) pairs') end
+if #ARGV < 5 then raise('WEIR_BAD_ARGS', 'usage: shards k g (queue n)... items... positions...') end
+local k = int_arg(2, 'k', 0, MAX_HASHES)
+local g = int_arg(3, 'g', 1, MAX_PER_CALL)
+if #ARGV < 3 + 2 * g then raise('WEIR_BAD_ARGS', 'expected ' .. g .. ' (queue n) pairs') end
 ensure_schema()
+check_shards(1)
 
 -- The queues and their item counts, all checked before anything is written.
 local groups = {}
 local n = 0
 for i = 1, g do
-  local name = str_arg(1 + 2 * i, 'queue name', MAX_NAME_BYTES, false)
-  local count = int_arg(2 + 2 * i, 'n', 1, MAX_PER_CALL)
+  local name = str_arg(2 + 2 * i, 'queue name', MAX_NAME_BYTES, false)
+  local count = int_arg(3 + 2 * i, 'n', 1, MAX_PER_CALL)
   local qid = qid_of(name)
   if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' has no limits set; call setLimits first') end
   groups[i] = { qid = qid, n = count }
   n = n + count
 end
 if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. ' items in one call') end
-local first_item = 3 + 2 * g
+local first_item = 4 + 2 * g
 local first_pos = first_item + n
-argc(first_pos - 1 + n * k, 'k g (queue n)... items... positions...')
+argc(first_pos - 1 + n * k, 'shards k g (queue n)... items... positions...')
 for i = first_item, first_pos - 1 do
   if #ARGV[i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. (i - first_item + 1) .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
 end
 if k > 0 then
   local bits = tonumber(mget('dedupeBits') or '0')
   if bits == 0 then raise('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
+  local span = tonumber(mget('dedupeSpan') or '') or bits
   for j = first_pos, first_pos - 1 + n * k do
     local p = tonumber(ARGV[j])
-    if p == nil or p % 1 ~= 0 or p < 0 or p >= bits then
-      raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(bits) .. ' bits')
+    if p == nil or p % 1 ~= 0 or p < 0 or p >= span then
+      raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
     end
+    if span ~= bits then ARGV[j] = fmt(p % bits) end
   end
 end
 

@@ -3,29 +3,31 @@
   arena's maxAttempts.
 
   KEYS: the arena key block (lua/includes/keys.lua).
-  ARGV[1]  maxAttempts: integer 1..MAX_ATTEMPTS, or '' to leave it as it is
-  ARGV[2]  n: number of queues that follow (0..MAX_PER_CALL)
-  ARGV[3+3i], ARGV[4+3i], ARGV[5+3i] for i = 0..n-1:
+  ARGV[1]  shards: the caller's shard count of the arena (meta.lua check_shards)
+  ARGV[2]  maxAttempts: integer 1..MAX_ATTEMPTS, or '' to leave it as it is
+  ARGV[3]  n: number of queues that follow (0..MAX_PER_CALL)
+  ARGV[4+3i], ARGV[5+3i], ARGV[6+3i] for i = 0..n-1:
            queue name (1..256 bytes), rate (requests per second, a number in
            [MIN_RATE, MAX_RATE], or 'unlimited'), maxInFlight (integer 0..MAX_IN_FLIGHT, 0 = no cap)
 
   Returns the number of queues created by this call.
-  Errors: WEIR_BAD_ARGS, WEIR_SCHEMA. Nothing is written when any argument is bad.
+  Errors: WEIR_BAD_ARGS, WEIR_SCHEMA, WEIR_SHARDS_CHANGED. Nothing is written when any argument is bad.
 ]]
 --@include "arena"
 
-if #ARGV < 2 then raise('WEIR_BAD_ARGS', 'usage: maxAttempts n [name rate maxInFlight]...') end
+if #ARGV < 3 then raise('WEIR_BAD_ARGS', 'usage: shards maxAttempts n [name rate maxInFlight]...') end
 local max_att = nil
-if ARGV[1] ~= '' then max_att = int_arg(1, 'maxAttempts', 1, MAX_ATTEMPTS) end
-local n = int_arg(2, 'n', 0, MAX_PER_CALL)
-argc(2 + 3 * n, 'maxAttempts n [name rate maxInFlight]...')
+if ARGV[2] ~= '' then max_att = int_arg(2, 'maxAttempts', 1, MAX_ATTEMPTS) end
+local n = int_arg(3, 'n', 0, MAX_PER_CALL)
+argc(3 + 3 * n, 'shards maxAttempts n [name rate maxInFlight]...')
 ensure_schema()
+check_shards(1)
 
 -- Validate everything before the first write.
 local specs = {}
 for i = 0, n - 1 do
-  local name = str_arg(3 + 3 * i, 'queue name', MAX_NAME_BYTES, false)
-  local rate_s = ARGV[4 + 3 * i]
+  local name = str_arg(4 + 3 * i, 'queue name', MAX_NAME_BYTES, false)
+  local rate_s = ARGV[5 + 3 * i]
   local iv
   if rate_s == 'unlimited' then
     iv = 0
@@ -36,7 +38,7 @@ for i = 0, n - 1 do
     end
     iv = 1000000 / rate
   end
-  local cap = int_arg(5 + 3 * i, 'maxInFlight of queue ' .. name, 0, MAX_IN_FLIGHT)
+  local cap = int_arg(6 + 3 * i, 'maxInFlight of queue ' .. name, 0, MAX_IN_FLIGHT)
   specs[#specs + 1] = { name, rate_s, iv, cap }
 end
 

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   WEIR_NO_DEDUPE: 'the arena has no dedupe bitmap',
   WEIR_DEDUPE_MISMATCH: 'the arena has a dedupe bitmap of another size',
   WEIR_SCHEMA: 'the arena was written with another key-schema version',
+  WEIR_SHARDS_MISMATCH: 'the arena has another shard count than was asked for (fixed at its first kickoff)',
+  WEIR_SHARDS_CHANGED: 'a call was made with a shard count that is not the arena\'s (the client re-reads its layout)',
   // Seeds, the command line, Redis.
   WEIR_SEED: 'a seed file cannot be used; the message names the field',
   WEIR_USAGE: 'the command line is wrong',

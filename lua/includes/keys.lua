@@ -2,8 +2,11 @@
   The arena's key layout: the one place it is written down.
 
   Every script receives the same 13 keys, in this order, all built by the
-  client (src/queue/keys.ts, from the same list) and all sharing the hash tag
-  `{arena}`, so every script runs unchanged on Redis Cluster:
+  client (src/queue/keys.ts, from the same list) and all sharing one hash
+  tag, so every script runs unchanged on Redis Cluster. The tag is a shard's
+  (src/queue/shards.ts): `{arena}` for an arena's first or only shard,
+  `{arena~i}` (or `{arena~i~n}`) for the others; "the arena" below is the
+  shard's part of it:
 
     KEYS[1]  meta      hash    arena counters and settings (below)
     KEYS[2]  queues    hash    per-queue record, field "<qid>" (record.lua); "<qid>:rate" the rate as configured
@@ -22,8 +25,11 @@
   meta fields: v (key-schema version), qseq (last qid), turn (round-robin
   counter), queued, leased, delayed, done, dead, expired (leases that
   expired, ever), maxAttempts, held ('1' when the whole arena is held),
-  dedupeBits, dedupeHashes, dedupeSet (bits of the bitmap set, counted as
-  they are set), reapat, delayat, schedat (lower bounds: meta.lua).
+  dedupeBits, dedupeHashes, dedupeSpan (the arena-wide bitmap size bit
+  positions are given in, when this shard holds a part of it: position p is
+  bit p mod dedupeBits here), dedupeSet (bits of the bitmap set, counted as
+  they are set), shards (the arena's shard count, when it has a layout:
+  src/queue/shards.ts), reapat, delayat, schedat (lower bounds: meta.lua).
 
   Time is Redis TIME in integer microseconds (exact in a Lua double until
   2255). Numbers are written with string.format('%.0f'), never tostring,

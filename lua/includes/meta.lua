@@ -17,7 +17,7 @@
 
 -- Later than any Redis TIME in µs this side of the year 2255: "none".
 local NEVER = 9007199254740991
-local META_FIELDS = { 'v', 'held', 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'maxAttempts', 'dedupeBits', 'dedupeSet', 'reapat', 'delayat', 'schedat' }
+local META_FIELDS = { 'v', 'held', 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'maxAttempts', 'dedupeBits', 'dedupeSpan', 'dedupeSet', 'shards', 'reapat', 'delayat', 'schedat' }
 local META = nil
 local MDIRTY = {}
 
@@ -87,6 +87,19 @@ local function ensure_schema()
     raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)
   end
   return v
+end
+
+-- A script that places queues (enqueue, setLimits) is told the caller's
+-- shard count of the arena: a caller with another count (a stale or missing
+-- layout: src/queue/layouts.ts) would put a queue in the wrong shard, so it
+-- is refused, and re-reads the layout. A shard without the field is the one
+-- shard of an arena without a layout.
+local function check_shards(arg_index)
+  local expected = int_arg(arg_index, 'shards', 1, MAX_SHARDS)
+  local have = tonumber(mget('shards') or '1')
+  if have ~= expected then
+    raise('WEIR_SHARDS_CHANGED', 'the arena has ' .. fmt(have) .. ' shards, the caller thought ' .. expected)
+  end
 end
 
 local function max_attempts()

@@ -13,7 +13,11 @@ export type QueueErrorCode =
   | 'WEIR_ITEM_TOO_LARGE'
   | 'WEIR_NO_DEDUPE'
   | 'WEIR_DEDUPE_MISMATCH'
-  | 'WEIR_SCHEMA';
+  | 'WEIR_SCHEMA'
+  /** A kickoff asked for another shard count than the arena's. */
+  | 'WEIR_SHARDS_MISMATCH'
+  /** A script was called with a shard count that is not the arena's (the client re-reads the layout). */
+  | 'WEIR_SHARDS_CHANGED';
 
 export { WeirError };
 

@@ -41,8 +41,22 @@ export function arenaNamespace(prefix: string, arena: string): string {
 }
 
 export function arenaKeys(prefix: string, arena: string): string[] {
-  const ns = arenaNamespace(prefix, arena);
+  validateArenaName(arena);
+  return shardKeys(prefix, arena);
+}
+
+/**
+ * The key block of one shard of an arena (src/queue/shards.ts): the same
+ * names under the shard's tag, `<prefix>:{<tag>}:`. Shard 0's tag is the
+ * arena's name. Tags come from a checked layout, so are not checked here.
+ */
+export function shardKeys(prefix: string, tag: string): string[] {
+  const ns = `${prefix}:{${tag}}:`;
   return ARENA_KEY_NAMES.map((k) => ns + k);
+}
+
+export function shardKey(prefix: string, tag: string, name: ArenaKeyName): string {
+  return `${prefix}:{${tag}}:${name}`;
 }
 
 export function arenaKey(prefix: string, arena: string, name: ArenaKeyName): string {

@@ -28,6 +28,8 @@ export const LIMITS = {
   maxOffset: 1e15,
   /** Queues in one page of per-queue stats. */
   maxStatsPage: 500,
+  /** Shards one arena may have (src/queue/shards.ts). */
+  maxShards: 1024,
 } as const;
 
 export const DEFAULTS = {

@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { bad, checkDedupe, checkInt, checkItems, checkName, checkRate, checkReason } from './checks.js';
-import { unlinkNamespace } from './clear.js';
+import { ArenaAdmin } from './arena-admin.js';
+import { checkDedupe, checkInt, checkItems, checkName, checkReason } from './checks.js';
 import { RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
 import { enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
-import { arenaKey, arenaKeys, arenaNamespace, validateArenaName } from './keys.js';
+import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
-import { decodeDead, decodeDequeue, decodeExtend, decodeOutcome, decodeRetry, decodeStats, type StatsReply } from './replies.js';
-import { ScriptRunner, type ScriptName } from './scripts.js';
-import type { ArenaStats, DeadItem, DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, QueueLimit, QueuePage, QueueStats, RetryOptions, TakeOptions } from './types.js';
+import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
+import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions } from './types.js';
 import { Waiting } from './waiting.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
@@ -22,90 +21,51 @@ type TakeStep = DequeueResult & { committed?: LeaseOutcome };
  * calls the scripts by SHA (batching concurrent calls) and decodes their
  * replies. It holds no schedule of its own, so any number of instances in
  * any number of processes share one schedule per arena.
+ *
+ * An arena may be split into shards (src/queue/shards.ts), each queue in
+ * one; this class sends each call to its queue's shard, spreads takes over
+ * the shards, and sums arena-wide figures over them.
  */
-export class FairQueue {
-  readonly prefix: string;
+export class FairQueue extends ArenaAdmin {
   readonly leaseMs: number;
   readonly counters: QueueClientCounters = { dequeues: 0, emptyDequeues: 0, leases: 0, wakeups: 0 };
   /** Redis's clock as seen from this process (for acting at a fixed offset from a slot). */
   readonly clock = new RedisClock();
-  private readonly scripts: ScriptRunner;
-  private blocker: Redis | Cluster | undefined;
-  private readonly ownsBlocker: boolean;
+  /** Per shard tag, the connection its wake list is waited on with (blocking: one each). */
+  private readonly blockers = new Map<string, Redis | Cluster>();
+  private readonly given: Redis | Cluster | undefined;
   private readonly waiting: Waiting;
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
   // A dequeue request may carry a lease token to commit first (commitAndTake).
   private readonly dequeues = new Coalescer<string | null, TakeStep>((key, reqs) => {
-    const [arena, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, number, boolean, number];
-    return this.dequeueBatch(arena, { leaseMs, woken, aheadMs }, reqs.length, reqs);
+    const [arena, tag, shards, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, string, number, number, boolean, number];
+    return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, reqs.length, reqs);
   }, LIMITS.maxPerCall);
   private readonly enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256);
   private readonly commits = new Coalescer<string, LeaseOutcome>(
-    async (arena, tokens) => ((await this.run('commit', arena, tokens)) as unknown[]).map(decodeOutcome),
+    async (tag, tokens) => ((await this.run('commit', tag, tokens)) as unknown[]).map(decodeOutcome),
     LIMITS.maxPerCall,
   );
 
-  constructor(
-    private readonly client: Redis | Cluster,
-    options: FairQueueOptions = {},
-  ) {
-    this.prefix = options.prefix ?? DEFAULTS.prefix;
+  constructor(client: Redis | Cluster, options: FairQueueOptions = {}) {
+    super(client, options.prefix ?? DEFAULTS.prefix);
     this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
     checkInt('leaseMs', this.leaseMs, 1, LIMITS.maxLeaseMs);
-    this.blocker = options.blockingClient;
-    this.ownsBlocker = !options.blockingClient;
-    this.scripts = new ScriptRunner(client);
-    this.waiting = new Waiting(() => this.blockingClient(), (arena) => arenaKey(this.prefix, arena, 'wake'), this.counters);
+    this.given = options.blockingClient;
+    this.waiting = new Waiting((tag) => this.blockingClient(tag), (tag) => shardKey(this.prefix, tag, 'wake'), this.counters);
   }
 
-  private run(name: ScriptName, arena: string, args: (string | number)[]): Promise<unknown> {
-    return this.scripts.run(name, arenaKeys(this.prefix, arena), args);
-  }
-
-  private blockingClient(): Redis | Cluster {
-    if (!this.blocker) {
-      this.blocker = this.client.duplicate();
+  /** The caller's blocking client serves the first shard waited on; every other shard gets its own duplicate. */
+  private blockingClient(tag: string): Redis | Cluster {
+    let b = this.blockers.get(tag);
+    if (!b) {
+      const mine = this.given !== undefined && ![...this.blockers.values()].includes(this.given);
+      b = mine ? (this.given) : this.client.duplicate();
       // Its connection errors surface through the waits (and the main client's commands).
-      this.blocker.on('error', () => undefined);
+      if (!mine) b.on('error', () => undefined);
+      this.blockers.set(tag, b);
     }
-    return this.blocker;
-  }
-
-  /** Creates queues or changes their limits; returns how many were created. */
-  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number } = {}): Promise<number> {
-    validateArenaName(arena);
-    const maxAttempts = options.maxAttempts === undefined ? '' : checkInt('maxAttempts', options.maxAttempts, 1, LIMITS.maxAttempts);
-    const specs: (string | number)[][] = [];
-    for (const [queue, limit] of Object.entries(limits)) {
-      checkName('queue name', queue);
-      const rate = checkRate(queue, limit?.rate);
-      const cap = checkInt(`maxInFlight of queue ${queue}`, limit.maxInFlight ?? 0, 0, LIMITS.maxInFlight);
-      specs.push([queue, rate, cap]);
-    }
-    let created = 0;
-    for (let i = 0; i === 0 || i < specs.length; i += LIMITS.maxPerCall) {
-      const chunk = specs.slice(i, i + LIMITS.maxPerCall);
-      created += Number(await this.run('setLimits', arena, [maxAttempts, chunk.length, ...chunk.flat()]));
-    }
-    return created;
-  }
-
-  /** Gives the arena its dedupe bitmap (allocated now, at full size). Returns false when it already had this one. */
-  async configureDedupe(arena: string, config: { bits: number; hashes: number }): Promise<boolean> {
-    checkInt('bits', config.bits, 512, LIMITS.maxDedupeBits);
-    if (config.bits % 512 !== 0) bad('bits must be a multiple of 512');
-    checkInt('hashes', config.hashes, 1, LIMITS.maxHashes);
-    return Number(await this.run('configureDedupe', arena, [config.bits, config.hashes])) === 1;
-  }
-
-  /**
-   * How many bits of the arena's dedupe bitmap are set: counted by enqueue
-   * as it sets them, so O(1); an arena configured before that count was kept
-   * is counted with BITCOUNT (O(size)).
-   */
-  async dedupeBitsSet(arena: string): Promise<number> {
-    const counted = await this.client.hget(arenaKey(this.prefix, arena, 'meta'), 'dedupeSet');
-    return counted === null ? this.client.bitcount(arenaKey(this.prefix, arena, 'dedupe')) : Number(counted);
+    return b;
   }
 
   /**
@@ -123,7 +83,7 @@ export class FairQueue {
     const k = checkDedupe(options.dedupe, items.length);
     checkItems(items);
     if (items.length === 0) return 0;
-    return this.enqueues.add(JSON.stringify([arena, k]), { queue, items, dedupe: options.dedupe });
+    return this.placing(arena, (layout) => this.enqueues.add(JSON.stringify([this.tagOf(layout, queue), layout.shards, k]), { queue, items, dedupe: options.dedupe }));
   }
 
   /**
@@ -132,10 +92,10 @@ export class FairQueue {
    * count of new items.
    */
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
-    const [arena, k] = JSON.parse(key) as [string, number];
+    const [tag, shards, k] = JSON.parse(key) as [string, number, number];
     const counts = reqs.map(() => 0);
     for (const call of enqueueCalls(reqs, k, LIMITS.maxPerCall)) {
-      const flags = String(await this.run('enqueue', arena, call.args));
+      const flags = String(await this.run('enqueue', tag, [shards, ...call.args]));
       call.requestOf.forEach((req, j) => {
         if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;
       });
@@ -152,15 +112,35 @@ export class FairQueue {
    * not act on it before then.
    */
   async dequeue(arena: string, options: DequeueOptions = {}): Promise<DequeueResult> {
-    validateArenaName(arena);
+    const layout = await this.layout(arena);
     const o = this.dequeueOptions(options);
-    return this.dequeues.add(JSON.stringify([arena, o.leaseMs, o.woken, o.aheadMs]), null);
+    // Shard after shard until one serves (an arena of one shard: one call).
+    let waitMs: number | null = null;
+    for (const tag of layout.tags) {
+      const r = await this.dequeueOn(arena, tag, layout.shards, o, null);
+      if (r.lease) return r;
+      if (r.waitMs !== null && (waitMs === null || r.waitMs < waitMs)) waitMs = r.waitMs;
+    }
+    return { lease: null, waitMs };
   }
 
-  /** Up to `count` leases in one script call, served turn by turn as single calls would be. */
+  /** One shard's dequeue call, merged with others to the same shard in this turn of the event loop. */
+  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null): Promise<TakeStep> {
+    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs]), carried);
+  }
+
+  /** Up to `count` leases in one script call per shard, served turn by turn as single calls would be. */
   async dequeueMany(arena: string, count: number, options: DequeueOptions = {}): Promise<DequeueResult[]> {
     checkInt('count', count, 1, LIMITS.maxPerCall);
-    return this.dequeueBatch(arena, this.dequeueOptions(options), count);
+    const layout = await this.layout(arena);
+    const leases: DequeueResult[] = [];
+    let last: DequeueResult[] = [];
+    for (const tag of layout.tags) {
+      if (leases.length >= count) break;
+      last = await this.dequeueBatch({ arena, tag, shards: layout.shards }, this.dequeueOptions(options), count - leases.length);
+      leases.push(...last.filter((r) => r.lease));
+    }
+    return [...leases, ...last.filter((r) => !r.lease).slice(0, count - leases.length)];
   }
 
   private dequeueOptions(options: DequeueOptions): Required<DequeueOptions> {
@@ -172,19 +152,21 @@ export class FairQueue {
   }
 
   /** `commits[i]`: a token request i commits first, or null. */
-  private async dequeueBatch(arena: string, o: Required<DequeueOptions>, count: number, commits: readonly (string | null)[] = []): Promise<TakeStep[]> {
+  private async dequeueBatch(shard: { arena: string; tag: string; shards: number }, o: Required<DequeueOptions>, count: number, commits: readonly (string | null)[] = []): Promise<TakeStep[]> {
+    const { arena, tag } = shard;
     const base = randomBytes(12).toString('base64url');
     const sentAt = performance.now();
     const tokens = commits.filter((t): t is string => t !== null);
-    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(arena), Math.round(o.aheadMs * 1000), ...tokens];
-    const reply = decodeDequeue(await this.run('dequeue', arena, args));
+    // (With several shards, ask for the ready count: the shard's weight in takes.)
+    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(tag), Math.round(o.aheadMs * 1000), shard.shards > 1 ? '1' : '', ...tokens];
+    const reply = decodeDequeue(await this.run('dequeue', tag, args));
     this.clock.sample(reply.nowMs, sentAt, performance.now());
     this.counters.dequeues++;
-    const results: DequeueResult[] = reply.leases.map((l) => ({ lease: { arena, ...l, localServedAt: this.clock.toLocal(l.servedAt) }, waitMs: 0 }));
+    const results: DequeueResult[] = reply.leases.map((l) => ({ lease: { arena, shard: tag, ...l, localServedAt: this.clock.toLocal(l.servedAt) }, waitMs: 0 }));
     this.counters.leases += results.length;
     if (results.length === 0) this.counters.emptyDequeues++;
     const waitMs = reply.waitUs === null ? null : reply.waitUs / 1000;
-    this.waiting.noteReply(arena, waitMs === null ? null : this.clock.toLocal(reply.nowMs) + waitMs, reply.promised);
+    this.waiting.noteReply(tag, waitMs === null ? null : this.clock.toLocal(reply.nowMs) + waitMs, reply.promised, reply.readyCount);
     while (results.length < count) results.push({ lease: null, waitMs });
     let t = 0;
     return results.map((r, i) => (commits[i] ? { ...r, committed: reply.committed[t++] ?? 'stale' } : r));
@@ -197,7 +179,12 @@ export class FairQueue {
    */
   async take(arena: string, options: TakeOptions = {}): Promise<Lease | null> {
     const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
-    return this.waiting.take(arena, (woken) => this.dequeue(arena, { leaseMs, woken, aheadMs }), options.signal);
+    const layout = () => this.layout(arena);
+    return this.waiting.take(
+      async () => (await layout()).tags,
+      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs }), null),
+      options.signal,
+    );
   }
 
   /**
@@ -218,11 +205,12 @@ export class FairQueue {
     let token: string | null = lease.token;
     let settle: { resolve: (r: LeaseOutcome) => void; reject: (e: unknown) => void } | undefined;
     const committed = new Promise<LeaseOutcome>((resolve, reject) => (settle = { resolve, reject }));
-    const step = async (woken: boolean): Promise<DequeueResult> => {
-      const carried = token;
-      token = null;
+    // A call to the lease's shard carries the commit (only the first can).
+    const step = async (tag: string, woken: boolean): Promise<DequeueResult> => {
+      const carried = tag === lease.shard ? token : null;
+      if (carried) token = null;
       try {
-        const r = await this.dequeues.add(JSON.stringify([lease.arena, o.leaseMs, woken, o.aheadMs]), carried);
+        const r = await this.dequeueOn(lease.arena, tag, (await this.layout(lease.arena)).shards, { ...o, woken }, carried);
         if (carried) settle?.resolve(r.committed ?? 'stale');
         return r;
       } catch (err) {
@@ -230,11 +218,28 @@ export class FairQueue {
         throw err;
       }
     };
-    const next = this.waiting.take(lease.arena, step, options.signal, true).then(async (l) => {
-      // (Stopped before any call: the commit still goes.)
-      if (token) settle?.resolve(await this.commit(lease));
-      return l;
-    });
+    const tags = async (): Promise<readonly string[]> => (await this.layout(lease.arena)).tags;
+    const next = tags()
+      .then((all) => {
+        // With several shards the next call goes where the weighted turn
+        // says (else a lane would stay on its lease's shard for good, and
+        // queues on crowded shards would get less); the commit then goes
+        // alone, at once.
+        const first = all.length === 1 ? lease.shard : (this.waiting.choose(all) ?? lease.shard);
+        if (first !== lease.shard) {
+          token = null;
+          this.commit(lease).then(
+            (r) => settle?.resolve(r),
+            (e: unknown) => settle?.reject(e),
+          );
+        }
+        return this.waiting.take(tags, step, options.signal, first);
+      })
+      .then(async (l) => {
+        // (Stopped before any call: the commit still goes.)
+        if (token) settle?.resolve(await this.commit(lease));
+        return l;
+      });
     // Either may be awaited first: the other's failure is not "unhandled" meanwhile.
     committed.catch(() => undefined);
     next.catch(() => undefined);
@@ -244,13 +249,13 @@ export class FairQueue {
   /** Ends a lease as done. Commits of one arena made in one turn of the event loop go in one script call. */
   async commit(lease: Lease): Promise<LeaseOutcome> {
     validateArenaName(lease.arena);
-    return this.commits.add(lease.arena, lease.token);
+    return this.commits.add(lease.shard, lease.token);
   }
 
   /** Extends a lease to `ms` from now (Redis time); updates `lease.expiresAt`. */
   async extend(lease: Lease, ms: number = this.leaseMs): Promise<LeaseOutcome> {
     checkInt('ms', ms, 1, LIMITS.maxLeaseMs);
-    const expiresAt = decodeExtend(await this.run('extend', lease.arena, [lease.token, ms]));
+    const expiresAt = decodeExtend(await this.run('extend', lease.shard, [lease.token, ms]));
     if (expiresAt === null) return 'stale';
     lease.expiresAt = expiresAt;
     return 'ok';
@@ -258,7 +263,7 @@ export class FairQueue {
 
   /** Hands a lease back unfinished: head of its queue, no attempt counted. */
   async release(lease: Lease): Promise<LeaseOutcome> {
-    return decodeOutcome(await this.run('release', lease.arena, [lease.token]));
+    return decodeOutcome(await this.run('release', lease.shard, [lease.token]));
   }
 
   /** Tries the item again later; 'dead' when its attempts ran out. */
@@ -270,19 +275,19 @@ export class FairQueue {
       checkItems([options.item]);
       args.push(options.item);
     }
-    return decodeRetry(await this.run('retry', lease.arena, args));
+    return decodeRetry(await this.run('retry', lease.shard, args));
   }
 
   /** Sends the item straight to the dead letter. */
   async fail(lease: Lease, reason: string): Promise<LeaseOutcome> {
-    return decodeOutcome(await this.run('fail', lease.arena, [lease.token, checkReason(reason)]));
+    return decodeOutcome(await this.run('fail', lease.shard, [lease.token, checkReason(reason)]));
   }
 
   /** No dequeue from `queue` for `ms` from now (Redis time); a later end wins. Returns the end, ms since the epoch. */
   async pause(arena: string, queue: string, ms: number): Promise<number> {
     checkName('queue name', queue);
     checkInt('ms', ms, 0, LIMITS.maxDelayMs);
-    return Number(await this.run('pause', arena, [queue, ms, '']));
+    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, '']));
   }
 
   /**
@@ -294,94 +299,14 @@ export class FairQueue {
     checkName('queue name', queue);
     checkInt('ms', ms, 0, LIMITS.maxDelayMs);
     checkInt('end', end, 0, Number.MAX_SAFE_INTEGER);
-    return Number(await this.run('pause', arena, [queue, ms, end]));
+    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, end]));
   }
 
-  /** An operator's stop of one queue, or of the whole arena when `queue` is omitted. Leases out are untouched. */
-  async hold(arena: string, queue?: string): Promise<void> {
-    if (queue !== undefined) checkName('queue name', queue);
-    await this.run('hold', arena, ['1', queue ?? '']);
-  }
-
-  async unhold(arena: string, queue?: string): Promise<void> {
-    if (queue !== undefined) checkName('queue name', queue);
-    await this.run('hold', arena, ['0', queue ?? '']);
-  }
-
-  /** A page of the dead letter, oldest first. */
-  async dead(arena: string, options: { offset?: number; count?: number } = {}): Promise<DeadItem[]> {
-    const offset = checkInt('offset', options.offset ?? 0, 0, LIMITS.maxOffset);
-    const count = checkInt('count', options.count ?? 100, 1, LIMITS.maxPerCall);
-    return decodeDead(await this.run('dead', arena, [offset, count]));
-  }
-
-  /** Moves up to `count` of the oldest dead items back to their queues, bypassing dedupe. */
-  async requeueDead(arena: string, count: number): Promise<number> {
-    checkInt('count', count, 1, Number.MAX_SAFE_INTEGER);
-    let moved = 0;
-    while (moved < count) {
-      const n = Number(await this.run('requeueDead', arena, [Math.min(LIMITS.maxPerCall, count - moved)]));
-      moved += n;
-      if (n === 0) break;
-    }
-    return moved;
-  }
-
-  /** Arena stats, in constant time. */
-  async stats(arena: string): Promise<ArenaStats> {
-    return (await this.page(arena, 1, 0)).arena;
-  }
-
-  /** Per-queue stats, a page at a time (queues in creation order). */
-  async queueStats(arena: string, options: { cursor?: number | null; count?: number } = {}): Promise<QueuePage> {
-    const count = checkInt('count', options.count ?? 100, 1, LIMITS.maxStatsPage);
-    const r = await this.page(arena, options.cursor ?? 1, count);
-    return { queues: r.queues, cursor: r.cursor };
-  }
-
-  /** Every queue's stats, paging through queueStats (bounded: 500,000 queues). */
-  async allQueueStats(arena: string): Promise<QueueStats[]> {
-    const all: QueueStats[] = [];
-    let cursor: number | null = 1;
-    for (let i = 0; cursor !== null && i < 1000; i++) {
-      const page = await this.queueStats(arena, { cursor, count: LIMITS.maxStatsPage });
-      all.push(...page.queues);
-      cursor = page.cursor;
-    }
-    return all;
-  }
-
-  private async page(arena: string, cursor: number, count: number): Promise<StatsReply> {
-    checkInt('cursor', cursor, 1, LIMITS.maxOffset);
-    return decodeStats(await this.run('stats', arena, [cursor, count]));
-  }
-
-  /**
-   * The name of a key of the arena's own, for data kept beside the queue
-   * (a crawler's robots.txt cache, say): the arena's prefix and hash tag, so
-   * it lives in the arena's Cluster slot and `clear` deletes it too.
-   */
-  key(arena: string, name: string): string {
-    return arenaNamespace(this.prefix, arena) + name;
-  }
-
-  /** Deletes every key of the arena, the queue's and those made with key(), in bounded batches. Returns how many. */
-  async clear(arena: string): Promise<number> {
-    return unlinkNamespace(this.client, arenaNamespace(this.prefix, arena));
-  }
-
-  /** Deletes the queue's own keys of the arena (UNLINK: Redis frees big keys in the background). */
-  async destroy(arena: string): Promise<void> {
-    await this.client.unlink(...arenaKeys(this.prefix, arena));
-  }
-
-  /** Stops local waits and closes the blocking connection this queue opened. The main client is the caller's. */
+  /** Stops local waits and closes the blocking connections this queue opened. The main client is the caller's. */
   async close(): Promise<void> {
     this.waiting.close();
-    if (this.blocker && this.ownsBlocker) {
-      this.blocker.disconnect();
-      this.blocker = undefined;
-    }
+    for (const b of this.blockers.values()) if (b !== this.given) b.disconnect();
+    this.blockers.clear();
     await Promise.resolve();
   }
 }

@@ -44,18 +44,21 @@ export interface DequeueReply {
   nowMs: number;
   /** Per token the call committed first: ok or stale. */
   committed: LeaseOutcome[];
+  /** Ready queues in the shard after the call, when asked; -1 when not. */
+  readyCount: number;
   leases: RawLease[];
 }
 
-/** dequeue: {{waitUs, promised, nowUs, committed}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}...}. */
+/** dequeue: {{waitUs, promised, nowUs, committed, readyCount}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}...}. */
 export function decodeDequeue(r: unknown): DequeueReply {
-  const [head, ...rest] = r as [[number, string, string, string?], ...unknown[][]];
+  const [head, ...rest] = r as [[number, string, string, string?, number?], ...unknown[][]];
   const waitUs = num(head[0]);
   return {
     waitUs: waitUs < 0 ? null : waitUs,
     promised: String(head[1] ?? ''),
     nowMs: num(head[2]) / 1000,
     committed: [...String(head[3] ?? '')].map((c) => (c === '1' ? 'ok' : 'stale')),
+    readyCount: head[4] === undefined ? -1 : Number(head[4]),
     leases: rest.map(([token, queue, item, attempt, expiresAt, servedAt, interval]) => ({
       token: String(token),
       queue: String(queue),

@@ -11,6 +11,8 @@ export interface QueueLimit {
 
 export interface Lease {
   readonly arena: string;
+  /** The hash tag of the arena's shard it came from (the arena's name when it has one shard): where its commit goes. */
+  readonly shard: string;
   readonly token: string;
   readonly queue: string;
   readonly item: string;

@@ -1,8 +1,10 @@
 /**
- * The waiting side of the client: what the last dequeue reply said about
- * when work may be ready, the queues it promised this client, and waiting
- * on a local timer or the arena's wake list until then. It decides only
- * when to call dequeue again, never what is served: that is the scripts'.
+ * The waiting side of the client: what the last dequeue reply of each shard
+ * of an arena (src/queue/shards.ts; an arena of one shard is the usual case)
+ * said about when work may be ready, the queues it promised this client,
+ * and waiting on a local timer or the shards' wake lists until then. It
+ * decides only when to call dequeue again, and on which shard, never what
+ * is served: that is the scripts'.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { DEFAULTS } from './limits.js';
@@ -13,87 +15,169 @@ import { WakeListener } from './wake.js';
 /** A promise lapses within 20 ms of its slot (lua/dequeue.lua): a few are plenty to keep. */
 const MAX_PROMISES = 8;
 
+/** When work may be ready on a shard (local ms; null = only after a wake-up), and whether that time is a slot promised to us. */
+interface Hint {
+  at: number | null;
+  promised: boolean;
+}
+
 export class Waiting {
   private readonly listeners = new Map<string, WakeListener>();
-  /**
-   * Per arena, from the last dequeue reply: when work may be ready (local ms;
-   * null = only after a wake-up), and whether that time is a slot promised to us.
-   */
-  private readonly nextWork = new Map<string, { at: number | null; promised: boolean }>();
-  /** Per arena, queue ids the script promised this client, oldest first. */
+  /** Per shard tag, from the last dequeue reply. */
+  private readonly nextWork = new Map<string, Hint>();
+  /** Per shard tag, queue ids the script promised this client, oldest first. */
   private readonly promises = new Map<string, string[]>();
+  /** Per shard tag: ready queues at its last reply (the shard's weight), and its smooth weighted round-robin credit. */
+  private readonly weights = new Map<string, { ready: number; credit: number }>();
 
   constructor(
-    private readonly blocker: () => Redis | Cluster,
-    private readonly wakeKey: (arena: string) => string,
+    private readonly blocker: (tag: string) => Redis | Cluster,
+    private readonly wakeKey: (tag: string) => string,
     private readonly counters: QueueClientCounters,
   ) {}
 
-  /** The promise to pass back with the next dequeue of `arena` ('' when none). */
-  nextPromise(arena: string): string {
-    return this.promises.get(arena)?.shift() ?? '';
+  /** The promise to pass back with the next dequeue of shard `tag` ('' when none). */
+  nextPromise(tag: string): string {
+    return this.promises.get(tag)?.shift() ?? '';
   }
 
-  /** A dequeue reply's word on when work may be ready (local ms, null = only after new work) and its promise. */
-  noteReply(arena: string, readyAt: number | null, promised: string): void {
+  /** A dequeue reply's word on when work may be ready (local ms, null = only after new work), its promise and (when asked) its ready queues. */
+  noteReply(tag: string, readyAt: number | null, promised: string, readyQueues = -1): void {
+    if (readyQueues >= 0) this.weights.set(tag, { ready: readyQueues, credit: this.weights.get(tag)?.credit ?? 0 });
     // Replies to concurrent calls arrive one after another: one without a
     // promise must not put off the wake-up for a slot another one promised us.
     // A promised time already past is spent (a call has been made since it
     // came): kept, it would send every caller straight back to Redis.
-    const current = this.nextWork.get(arena);
+    const current = this.nextWork.get(tag);
     const keep = promised === '' && current?.promised === true && current.at !== null && current.at > performance.now() && (readyAt === null || current.at < readyAt);
-    if (!keep) this.nextWork.set(arena, { at: readyAt, promised: promised !== '' });
+    if (!keep) this.nextWork.set(tag, { at: readyAt, promised: promised !== '' });
     if (promised === '') return;
-    const list = this.promises.get(arena) ?? [];
+    const list = this.promises.get(tag) ?? [];
     if (list.push(promised) > MAX_PROMISES) list.shift();
-    this.promises.set(arena, list);
+    this.promises.set(tag, list);
   }
 
   /**
    * Dequeues until a lease comes, waiting in between: on a local timer for
-   * a known next-eligible time, on the arena's wake list when only new work
-   * can help. Resolves null only when `signal` aborts. `callFirst`: the
-   * first call goes at once (it carries a commit that must not wait).
+   * a known next-eligible time, on the shards' wake lists when only new work
+   * can help. Among shards that may have work now, the next call goes to one
+   * by smooth weighted round-robin on their ready queues, so every queue of
+   * the arena gets its turn whatever its shard. Resolves null only when
+   * `signal` aborts. `first`: a shard whose call goes at once (it carries a
+   * commit that must not wait).
    */
-  async take(arena: string, dequeue: (woken: boolean) => Promise<DequeueResult>, signal?: AbortSignal, callFirst = false): Promise<Lease | null> {
-    let woken = false;
-    let first = callFirst;
+  async take(tags: () => Promise<readonly string[]>, dequeue: (tag: string, woken: boolean) => Promise<DequeueResult>, signal?: AbortSignal, first?: string): Promise<Lease | null> {
+    let next: { tag: string; woken: boolean } | undefined = first === undefined ? undefined : { tag: first, woken: false };
     while (!signal?.aborted) {
-      // Wait first if the last reply said nothing is ready yet: no empty call
-      // is spent to learn what the script already told us.
-      const hint = woken || first ? undefined : this.nextWork.get(arena);
-      first = false;
-      if (hint) {
-        const waitMs = hint.at === null ? null : hint.at - performance.now();
-        if (waitMs === null || waitMs > 0) {
-          woken = await this.waitFor(arena, waitMs, signal);
-          if (signal?.aborted) break;
-          if (!woken && this.nextWork.get(arena) === hint) this.nextWork.delete(arena);
-        }
-      }
-      const r = await dequeue(woken);
-      woken = false;
+      const all = await tags();
+      // Wait first if the last replies said nothing is ready yet: no empty
+      // call is spent to learn what the scripts already told us.
+      next ??= this.pick(all) ?? (await this.waitAny(all, signal));
+      if (signal?.aborted) break;
+      const r = await dequeue(next.tag, next.woken);
+      next = undefined;
       if (r.lease) return r.lease;
     }
     return null;
   }
 
-  /** Sleeps on a local timer for short waits; blocks on the wake list for long or open-ended ones. */
-  private async waitFor(arena: string, waitMs: number | null, signal?: AbortSignal): Promise<boolean> {
-    if (waitMs !== null && waitMs <= DEFAULTS.timerWaitMaxMs) {
-      await sleep(waitMs, signal);
-      return false;
-    }
-    const woken = await this.listener(arena).wait(waitMs ?? DEFAULTS.idleCheckMs, signal);
-    if (woken) this.counters.wakeups++;
-    return woken;
+  /** The shard whose turn it is among those that may have work now; undefined when none may. */
+  choose(tags: readonly string[]): string | undefined {
+    return this.pick(tags)?.tag;
   }
 
-  private listener(arena: string): WakeListener {
-    let l = this.listeners.get(arena);
+  /** A shard that may have work now (no word yet, or its time has come), by weighted turn; undefined when none. */
+  private pick(tags: readonly string[]): { tag: string; woken: false } | undefined {
+    const now = performance.now();
+    const ready = tags.filter((t) => {
+      const h = this.nextWork.get(t);
+      return h === undefined || (h.at !== null && h.at <= now);
+    });
+    if (ready.length <= 1) return ready[0] === undefined ? undefined : { tag: ready[0], woken: false };
+    let best: string | undefined;
+    let total = 0;
+    for (const t of ready) {
+      const w = this.weights.get(t) ?? { ready: 1, credit: 0 };
+      const weight = Math.max(1, w.ready);
+      w.credit += weight;
+      total += weight;
+      this.weights.set(t, w);
+      if (best === undefined || w.credit > (this.weights.get(best)?.credit ?? 0)) best = t;
+    }
+    const chosen = this.weights.get(best as string);
+    if (chosen) chosen.credit -= total;
+    return { tag: best as string, woken: false };
+  }
+
+  /**
+   * Waits until some shard may have work: on a local timer when the soonest
+   * known time is near, else on every shard's wake list (one blocking
+   * connection each) until that time, or the idle re-check. Returns the
+   * shard to call, and whether it was a wake-up.
+   */
+  private async waitAny(tags: readonly string[], signal?: AbortSignal): Promise<{ tag: string; woken: boolean }> {
+    const now = performance.now();
+    let soonest: { tag: string; at: number } | undefined;
+    for (const t of tags) {
+      const at = this.nextWork.get(t)?.at ?? null;
+      if (at !== null && (soonest === undefined || at < soonest.at)) soonest = { tag: t, at };
+    }
+    const waited = new Map(tags.map((t) => [t, this.nextWork.get(t)]));
+    if (soonest && soonest.at - now <= DEFAULTS.timerWaitMaxMs) {
+      await sleep(soonest.at - now, signal);
+      this.forgetSpent(waited);
+      return { tag: soonest.tag, woken: false };
+    }
+    const woken = await this.blockOnAll(tags, soonest ? soonest.at - now : DEFAULTS.idleCheckMs, signal);
+    if (woken !== undefined) {
+      this.counters.wakeups++;
+      return { tag: woken, woken: true };
+    }
+    // Timed out: each shard's word is spent; the next calls re-check them.
+    this.forgetSpent(waited);
+    return this.pick(tags) ?? { tag: soonest?.tag ?? (tags[0] as string), woken: false };
+  }
+
+  /** Drops the hints a wait was for, unless a reply has replaced them since. */
+  private forgetSpent(waited: Map<string, Hint | undefined>): void {
+    const now = performance.now();
+    for (const [t, h] of waited) {
+      if (h && this.nextWork.get(t) === h && (h.at === null || h.at <= now + 1)) this.nextWork.delete(t);
+    }
+  }
+
+  /** Blocks on every shard's wake list at once; the shard whose token came first, or undefined on timeout or abort. */
+  private blockOnAll(tags: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string | undefined> {
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return new Promise<string | undefined>((resolve) => {
+      let pending = tags.length;
+      let settled = false;
+      const done = (tag: string | undefined): void => {
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        stop.abort();
+        resolve(tag);
+      };
+      for (const t of tags) {
+        const listener = this.listener(t);
+        void listener.wait(timeoutMs, stop.signal).then((woken) => {
+          // A second shard's token, come before the first's abort reached it,
+          // is another worker's wake-up: it goes back.
+          if (woken && settled) listener.handBack().catch(() => undefined);
+          else if (woken) done(t);
+          else if (--pending === 0 && !settled) done(undefined);
+        });
+      }
+    });
+  }
+
+  private listener(tag: string): WakeListener {
+    let l = this.listeners.get(tag);
     if (!l) {
-      l = new WakeListener(this.blocker(), this.wakeKey(arena));
-      this.listeners.set(arena, l);
+      l = new WakeListener(this.blocker(tag), this.wakeKey(tag));
+      this.listeners.set(tag, l);
     }
     return l;
   }

@@ -66,8 +66,7 @@ export class WakeListener {
           first.resolve(true);
         } else if (!this.closed) {
           // Nobody here wants it any more: hand the token back for other workers.
-          await this.blocker.rpush(this.wakeKey, '1');
-          await this.blocker.ltrim(this.wakeKey, 0, 0);
+          await this.handBack();
         }
       })
       .catch(() => {
@@ -79,6 +78,12 @@ export class WakeListener {
       .finally(() => {
         if (!this.closed && this.waiters.length > 0) setImmediate(() => this.pump());
       });
+  }
+
+  /** Puts a wake token back (at most one stays), for a waiter that got one it no longer wants. */
+  async handBack(): Promise<void> {
+    await this.blocker.rpush(this.wakeKey, '1');
+    await this.blocker.ltrim(this.wakeKey, 0, 0);
   }
 
   close(): void {

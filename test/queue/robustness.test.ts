@@ -52,24 +52,27 @@ describe('bad input', () => {
     const before = await snapshot(fx.redis, arena);
     const cases: [Parameters<ScriptRunner['run']>[0], (string | number)[], string][] = [
       ['setLimits', [], 'WEIR_BAD_ARGS'],
-      ['setLimits', ['', 1, 'b', 'fast', 0], 'WEIR_BAD_RATE'],
-      ['setLimits', ['', 1, 'b', '0', 0], 'WEIR_BAD_RATE'],
-      ['setLimits', ['', 1, 'b', 'inf', 0], 'WEIR_BAD_RATE'],
-      ['setLimits', ['', 2, 'b', '1', 0], 'WEIR_BAD_ARGS'],
-      ['setLimits', ['', 2, 'b', '1', 0, 'c', 'nan', 0], 'WEIR_BAD_RATE'],
-      ['setLimits', ['x', 0], 'WEIR_BAD_ARGS'],
-      ['enqueue', [0, 1, 'a', 2, 'only-one'], 'WEIR_BAD_ARGS'],
-      ['enqueue', [0, 1, 'a', 1, 'x'.repeat(65537)], 'WEIR_ITEM_TOO_LARGE'],
-      ['enqueue', [1, 1, 'a', 1, 'x', 5], 'WEIR_NO_DEDUPE'],
-      ['enqueue', [0, 1, '', 1, 'x'], 'WEIR_BAD_ARGS'],
-      ['enqueue', [0, 1, 'a', 'many', 'x'], 'WEIR_BAD_ARGS'],
-      ['enqueue', [0, 1, 'a', 1001, 'x'], 'WEIR_BAD_ARGS'],
-      ['enqueue', [0, 2, 'a', 600, 'a', 600], 'WEIR_BAD_ARGS'],
-      ['enqueue', [0, 1, 'nosuchqueue', 1, 'x'], 'WEIR_UNKNOWN_QUEUE'],
+      ['setLimits', [1, '', 1, 'b', 'fast', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', [1, '', 1, 'b', '0', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', [1, '', 1, 'b', 'inf', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', [1, '', 2, 'b', '1', 0], 'WEIR_BAD_ARGS'],
+      ['setLimits', [1, '', 2, 'b', '1', 0, 'c', 'nan', 0], 'WEIR_BAD_RATE'],
+      ['setLimits', [1, 'x', 0], 'WEIR_BAD_ARGS'],
+      ['enqueue', [1, 0, 1, 'a', 2, 'only-one'], 'WEIR_BAD_ARGS'],
+      ['enqueue', [1, 0, 1, 'a', 1, 'x'.repeat(65537)], 'WEIR_ITEM_TOO_LARGE'],
+      ['enqueue', [1, 1, 1, 'a', 1, 'x', 5], 'WEIR_NO_DEDUPE'],
+      ['enqueue', [1, 0, 1, '', 1, 'x'], 'WEIR_BAD_ARGS'],
+      ['enqueue', [1, 0, 1, 'a', 'many', 'x'], 'WEIR_BAD_ARGS'],
+      ['enqueue', [1, 0, 1, 'a', 1001, 'x'], 'WEIR_BAD_ARGS'],
+      ['enqueue', [1, 0, 2, 'a', 600, 'a', 600], 'WEIR_BAD_ARGS'],
+      ['enqueue', [1, 0, 1, 'nosuchqueue', 1, 'x'], 'WEIR_UNKNOWN_QUEUE'],
+      // A caller that thinks the arena has other shards than it has places nothing.
+      ['enqueue', [2, 0, 1, 'a', 1, 'x'], 'WEIR_SHARDS_CHANGED'],
+      ['setLimits', [3, '', 1, 'z', '1', 0], 'WEIR_SHARDS_CHANGED'],
       ['dequeue', ['short', 1000, '0'], 'WEIR_BAD_ARGS'],
       ['dequeue', ['long-enough-token', -5, '0'], 'WEIR_BAD_ARGS'],
       ['dequeue', ['long-enough-token', 1000], 'WEIR_BAD_ARGS'],
-      ['dequeue', ['long-enough-token', 1000, '0', 1, '', 1000001], 'WEIR_BAD_ARGS'],
+      ['dequeue', ['long-enough-token', 1000, '0', 1, '', 1000001, ''], 'WEIR_BAD_ARGS'],
       ['commit', [], 'WEIR_BAD_ARGS'],
       ['extend', ['tok', 'soon'], 'WEIR_BAD_ARGS'],
       ['retry', ['tok', 10, 'r', 'maybe'], 'WEIR_BAD_ARGS'],
@@ -151,8 +154,8 @@ describe('replayed calls', () => {
     await q.enqueue(arena, 'a', ['one', 'two', 'three']);
     const runner = new ScriptRunner(fx.redis);
     const keys = arenaKeys('weir', arena);
-    const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0])) as unknown[][];
-    const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0])) as unknown[][];
+    const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, ''])) as unknown[][];
+    const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, ''])) as unknown[][];
     assert.deepEqual(first.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
     assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
     const s = await q.stats(arena);

@@ -33,6 +33,7 @@ function fakeQueue(clock: { t: number }, uncertaintyMs = 0, pauseTakesMs = 0): S
 
 const lease = (localServedAt: number, intervalMs: number): Lease => ({
   arena: 'a',
+  shard: 'a',
   token: 't',
   queue: 'q',
   item: 'i',

@@ -1,0 +1,243 @@
+/**
+ * Everything about an arena but its leases: its shard layout, limits,
+ * dedupe bitmap, holds, dead letter, stats and deletion, each sent to the
+ * shard it concerns or to all of them (src/queue/shards.ts). FairQueue
+ * (queue.ts) adds enqueue, dequeue and leases on top.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { deadAcross, nextCursor, splitCursor, sumArenaStats } from './arena-wide.js';
+import { bad, checkInt, checkName, checkRate } from './checks.js';
+import { unlinkNamespace } from './clear.js';
+import { QueueArgumentError } from './errors.js';
+import { arenaNamespace, shardKey, shardKeys, validateArenaName } from './keys.js';
+import { Layouts } from './layouts.js';
+import { LIMITS } from './limits.js';
+import { decodeDead, decodeStats, type StatsReply } from './replies.js';
+import { ScriptRunner, type ScriptName } from './scripts.js';
+import { shardOf, type ShardLayout } from './shards.js';
+import type { ArenaStats, DeadItem, QueueLimit, QueuePage, QueueStats } from './types.js';
+
+export class ArenaAdmin {
+  protected readonly scripts: ScriptRunner;
+  protected readonly layouts: Layouts;
+
+  constructor(
+    protected readonly client: Redis | Cluster,
+    readonly prefix: string,
+  ) {
+    this.scripts = new ScriptRunner(client);
+    this.layouts = new Layouts(client, prefix);
+  }
+
+  /** Runs a script on one shard (an arena of one shard: tag = the arena). */
+  protected run(name: ScriptName, tag: string, args: (string | number)[]): Promise<unknown> {
+    return this.scripts.run(name, shardKeys(this.prefix, tag), args);
+  }
+
+  /** The arena's shard layout (one shard unless a kickoff stored more). */
+  layout(arena: string): Promise<ShardLayout> {
+    validateArenaName(arena);
+    return this.layouts.get(arena);
+  }
+
+  /**
+   * Fixes the arena's shard count, once: `shards` (default 1 on a single
+   * Redis, 4 per master on a Cluster) unless it already has a layout, which
+   * must then agree (else WEIR_SHARDS_MISMATCH). Call before any queue of
+   * the arena is created.
+   */
+  fixShards(arena: string, shards?: number): Promise<ShardLayout> {
+    validateArenaName(arena);
+    return this.layouts.fix(arena, shards);
+  }
+
+  /** The tag of `queue`'s shard. */
+  protected tagOf(layout: ShardLayout, queue: string): string {
+    return layout.shards === 1 ? (layout.tags[0] as string) : (layout.tags[shardOf(queue, layout.shards)] as string);
+  }
+
+  /** Runs `fn` with the arena's layout; once more with a fresh one when a script says the count has changed. */
+  protected async placing<T>(arena: string, fn: (layout: ShardLayout) => Promise<T>): Promise<T> {
+    try {
+      return await fn(await this.layouts.get(arena));
+    } catch (err) {
+      if (!(err instanceof QueueArgumentError) || err.code !== 'WEIR_SHARDS_CHANGED') throw err;
+      this.layouts.forget(arena);
+      return fn(await this.layouts.get(arena));
+    }
+  }
+
+  /** Creates queues or changes their limits; returns how many were created. */
+  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number } = {}): Promise<number> {
+    validateArenaName(arena);
+    const maxAttempts = options.maxAttempts === undefined ? '' : checkInt('maxAttempts', options.maxAttempts, 1, LIMITS.maxAttempts);
+    const specs: (string | number)[][] = [];
+    for (const [queue, limit] of Object.entries(limits)) {
+      checkName('queue name', queue);
+      const rate = checkRate(queue, limit?.rate);
+      const cap = checkInt(`maxInFlight of queue ${queue}`, limit.maxInFlight ?? 0, 0, LIMITS.maxInFlight);
+      specs.push([queue, rate, cap]);
+    }
+    return this.placing(arena, async (layout) => {
+      // Each shard gets its queues' specs (and maxAttempts, which every shard keeps).
+      const byShard = new Map<string, (string | number)[][]>(layout.tags.map((t) => [t, []]));
+      for (const spec of specs) byShard.get(this.tagOf(layout, String(spec[0])))?.push(spec);
+      let created = 0;
+      for (const [tag, mine] of byShard) {
+        if (mine.length === 0 && maxAttempts === '') continue;
+        for (let i = 0; i === 0 || i < mine.length; i += LIMITS.maxPerCall) {
+          const chunk = mine.slice(i, i + LIMITS.maxPerCall);
+          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat()]));
+        }
+      }
+      return created;
+    });
+  }
+
+  /**
+   * Gives the arena its dedupe bitmap (allocated now, at full size).
+   * Returns false when it already had this one. Bit positions are given in
+   * `bits`; an arena of S shards keeps a 1/S part (whole 512-bit blocks) in
+   * each, a URL's bits in its queue's shard (position p at p mod the part).
+   */
+  async configureDedupe(arena: string, config: { bits: number; hashes: number }): Promise<boolean> {
+    checkInt('bits', config.bits, 512, LIMITS.maxDedupeBits);
+    if (config.bits % 512 !== 0) bad('bits must be a multiple of 512');
+    checkInt('hashes', config.hashes, 1, LIMITS.maxHashes);
+    const layout = await this.layout(arena);
+    if (layout.shards === 1) return Number(await this.run('configureDedupe', arena, [config.bits, config.hashes])) === 1;
+    const part = Math.ceil(config.bits / layout.shards / 512) * 512;
+    let configured = false;
+    for (const tag of layout.tags) {
+      if (Number(await this.run('configureDedupe', tag, [part, config.hashes, config.bits])) === 1) configured = true;
+    }
+    return configured;
+  }
+
+  /**
+   * The dedupe bitmap's fill, per shard: bits set (counted by enqueue as it
+   * sets them, so O(1); an arena configured before that count was kept is
+   * counted with BITCOUNT, O(size)) of bits.
+   */
+  async dedupeFill(arena: string): Promise<{ set: number; bits: number }[]> {
+    const layout = await this.layout(arena);
+    return Promise.all(
+      layout.tags.map(async (tag) => {
+        const [set, bits] = await this.client.hmget(shardKey(this.prefix, tag, 'meta'), 'dedupeSet', 'dedupeBits');
+        return { set: set === null ? await this.client.bitcount(shardKey(this.prefix, tag, 'dedupe')) : Number(set), bits: Number(bits ?? 0) };
+      }),
+    );
+  }
+
+  /** How many bits of the arena's dedupe bitmap are set (all shards). */
+  async dedupeBitsSet(arena: string): Promise<number> {
+    return (await this.dedupeFill(arena)).reduce((sum, s) => sum + s.set, 0);
+  }
+
+  /** An operator's stop of one queue, or of the whole arena when `queue` is omitted. Leases out are untouched. */
+  async hold(arena: string, queue?: string): Promise<void> {
+    await this.setHold(arena, '1', queue);
+  }
+
+  async unhold(arena: string, queue?: string): Promise<void> {
+    await this.setHold(arena, '0', queue);
+  }
+
+  /** A queue's hold goes to its shard; the whole arena's to every shard. */
+  private async setHold(arena: string, on: '0' | '1', queue: string | undefined): Promise<void> {
+    if (queue !== undefined) checkName('queue name', queue);
+    const layout = await this.layout(arena);
+    const tags = queue === undefined ? layout.tags : [this.tagOf(layout, queue)];
+    for (const tag of tags) await this.run('hold', tag, [on, queue ?? '']);
+  }
+
+  /** A page of the dead letter, oldest first (with several shards: shard by shard, oldest first in each). */
+  async dead(arena: string, options: { offset?: number; count?: number } = {}): Promise<DeadItem[]> {
+    const offset = checkInt('offset', options.offset ?? 0, 0, LIMITS.maxOffset);
+    const count = checkInt('count', options.count ?? 100, 1, LIMITS.maxPerCall);
+    const { tags } = await this.layout(arena);
+    const read = async (s: number, off: number, n: number): Promise<DeadItem[]> => decodeDead(await this.run('dead', tags[s] as string, [off, n]));
+    if (tags.length === 1) return read(0, offset, count);
+    const lengths = await Promise.all(tags.map((t) => this.client.llen(shardKey(this.prefix, t, 'dead'))));
+    return deadAcross(lengths, offset, count, read);
+  }
+
+  /** Moves up to `count` of the oldest dead items (shard by shard) back to their queues, bypassing dedupe. */
+  async requeueDead(arena: string, count: number): Promise<number> {
+    checkInt('count', count, 1, Number.MAX_SAFE_INTEGER);
+    let moved = 0;
+    for (const tag of (await this.layout(arena)).tags) {
+      while (moved < count) {
+        const n = Number(await this.run('requeueDead', tag, [Math.min(LIMITS.maxPerCall, count - moved)]));
+        moved += n;
+        if (n === 0) break;
+      }
+    }
+    return moved;
+  }
+
+  /** Arena stats, in constant time (per shard). */
+  async stats(arena: string): Promise<ArenaStats> {
+    const { tags } = await this.layout(arena);
+    const parts = await Promise.all(tags.map(async (tag) => (await this.page(tag, 1, 0)).arena));
+    return parts.length === 1 ? (parts[0] as ArenaStats) : sumArenaStats(parts);
+  }
+
+  /** Per-queue stats, a page at a time (queues in creation order, shard by shard). */
+  async queueStats(arena: string, options: { cursor?: number | null; count?: number } = {}): Promise<QueuePage> {
+    const count = checkInt('count', options.count ?? 100, 1, LIMITS.maxStatsPage);
+    const { tags } = await this.layout(arena);
+    const at = splitCursor(checkInt('cursor', options.cursor ?? 1, 1, LIMITS.maxOffset));
+    const tag = tags[at.shard];
+    if (tag === undefined) bad(`cursor ${String(options.cursor)} names shard ${at.shard}; the arena has ${tags.length}`);
+    const r = await this.page(tag, at.qid, count);
+    return { queues: r.queues, cursor: nextCursor(at.shard, tags.length, r.cursor) };
+  }
+
+  /** Every queue's stats, paging through queueStats (bounded: 500,000 queues). */
+  async allQueueStats(arena: string): Promise<QueueStats[]> {
+    const all: QueueStats[] = [];
+    let cursor: number | null = 1;
+    for (let i = 0; cursor !== null && i < 1000; i++) {
+      const page = await this.queueStats(arena, { cursor, count: LIMITS.maxStatsPage });
+      all.push(...page.queues);
+      cursor = page.cursor;
+    }
+    return all;
+  }
+
+  private async page(tag: string, cursor: number, count: number): Promise<StatsReply> {
+    return decodeStats(await this.run('stats', tag, [cursor, count]));
+  }
+
+  /**
+   * The name of a key of the arena's own, for data kept beside the queue
+   * (a crawler's robots.txt cache, say): the arena's prefix and hash tag, so
+   * it lives in the arena's Cluster slot and `clear` deletes it too.
+   */
+  key(arena: string, name: string): string {
+    return arenaNamespace(this.prefix, arena) + name;
+  }
+
+  /**
+   * Deletes every key of the arena, the queue's and those made with key(),
+   * in bounded batches, every shard's, the first shard's (with the layout)
+   * last. Returns how many.
+   */
+  async clear(arena: string): Promise<number> {
+    const { tags } = await this.layout(arena);
+    let deleted = 0;
+    for (const tag of tags.slice(1)) deleted += await unlinkNamespace(this.client, `${this.prefix}:{${tag}}:`);
+    deleted += await unlinkNamespace(this.client, arenaNamespace(this.prefix, arena));
+    this.layouts.forget(arena);
+    return deleted;
+  }
+
+  /** Deletes the queue's own keys of the arena, every shard's and its layout (UNLINK: Redis frees big keys in the background). */
+  async destroy(arena: string): Promise<void> {
+    const { tags } = await this.layout(arena);
+    for (const tag of tags) await this.client.unlink(...shardKeys(this.prefix, tag));
+    await this.client.unlink(`${arenaNamespace(this.prefix, arena)}layout`);
+    this.layouts.forget(arena);
+  }
+}
