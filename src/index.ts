@@ -7,7 +7,7 @@
  *     onPage: async ({ url, $ }) => { const doc = await $(); console.log(url, doc('h1').text()); },
  *   });
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis.js';
 import type { Logger } from 'pino';
 import { kickoff, type KickoffResult } from './crawl/kickoff.js';
 import { JsonlWriter } from './crawl/output.js';

@@ -19,13 +19,17 @@ export function redactRedisUrl(url: string): string {
   }
 }
 
+/** A single Redis or a Cluster: weir takes either, and says which (connectRedis). */
+export type RedisClient = Redis | Cluster;
+
 /**
  * Opens a Redis connection for a long-running process: once connected it
  * reconnects with capped backoff forever (a restarted Redis must not kill
  * workers) and commands wait while it is down. The first connection is
  * tried for up to `waitMs` (default 0: one try of `connectTimeoutMs`), with
  * capped backoff between tries reported through `onRetry`; then this throws
- * RedisUnreachableError.
+ * RedisUnreachableError. A node of a Redis Cluster (any node: INFO says
+ * cluster_enabled) gives a Cluster client instead, which finds the others.
  */
 export async function connectRedis(
   url: string,
@@ -35,7 +39,7 @@ export async function connectRedis(
     onReconnect?: (attempt: number, delayMs: number) => void;
     onRetry?: (attempt: number, delayMs: number, error: string) => void;
   } = {},
-): Promise<Redis> {
+): Promise<RedisClient> {
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
@@ -49,7 +53,7 @@ export async function connectRedis(
   }
 }
 
-async function connectOnce(url: string, options: { connectTimeoutMs?: number; onReconnect?: (attempt: number, delayMs: number) => void }): Promise<Redis> {
+async function connectOnce(url: string, options: { connectTimeoutMs?: number; onReconnect?: (attempt: number, delayMs: number) => void }): Promise<RedisClient> {
   const redisOptions: RedisOptions = {
     maxRetriesPerRequest: null,
     enableOfflineQueue: true,
@@ -72,11 +76,53 @@ async function connectOnce(url: string, options: { connectTimeoutMs?: number; on
       new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
     ]);
     await client.ping();
+    const info = await client.info('cluster');
+    if (!/^cluster_enabled:1\b/m.test(info)) return client;
+    client.disconnect();
+    return await connectCluster(client.options, redisOptions, timeoutMs);
   } catch (err) {
     client.disconnect();
     throw new RedisUnreachableError(redactRedisUrl(url), (err as Error).message);
   }
-  return client;
+}
+
+/**
+ * A Cluster client started from the node the URL names (its host, port,
+ * credentials and TLS apply to every node). Commands wait while a master
+ * fails over: a moved slot or a down cluster is retried, and the slot map
+ * re-read, rather than failed.
+ */
+async function connectCluster(node: RedisOptions, redisOptions: RedisOptions, timeoutMs: number): Promise<Cluster> {
+  const { host = '127.0.0.1', port = 6379, username, password, tls, db: _db, ...rest } = node;
+  void rest;
+  const cluster = new Cluster([{ host, port }], {
+    redisOptions: { ...redisOptions, lazyConnect: false, ...(username ? { username } : {}), ...(password ? { password } : {}), ...(tls ? { tls } : {}) },
+    enableOfflineQueue: true,
+    clusterRetryStrategy: (times) => Math.min(500, 50 * 2 ** Math.min(times, 4)),
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 200,
+    // A failover takes the cluster's node timeout and more: ride it out.
+    maxRedirections: 64,
+    slotsRefreshTimeout: 2000,
+    lazyConnect: true,
+  });
+  cluster.on('error', () => undefined);
+  try {
+    await Promise.race([cluster.connect(), new Promise((_, reject) => setTimeout(() => reject(new Error(`no Cluster answer within ${timeoutMs} ms`)), timeoutMs))]);
+    await cluster.ping();
+  } catch (err) {
+    cluster.disconnect();
+    throw err;
+  }
+  return cluster;
+}
+
+/** "a Redis Cluster of 3 masters" or "a single Redis", for the log line that says where an arena lives. */
+export function describeRedis(client: RedisClient): { masters: number; said: string } {
+  if (!(client instanceof Cluster)) return { masters: 1, said: 'a single Redis' };
+  const masters = client.nodes('master').length;
+  return { masters, said: `a Redis Cluster of ${masters} master${masters === 1 ? '' : 's'}` };
 }
 
 export { Cluster, Redis };

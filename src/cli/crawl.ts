@@ -8,6 +8,7 @@ import { connectRedis } from '../redis.js';
 import type { CommandContext } from './context.js';
 import { formatCrawlSummary, progressLine } from './draw.js';
 import { EXIT } from './exit.js';
+import { sayPlacement } from './redis.js';
 
 export interface CrawlFlags {
   workers: number;
@@ -33,6 +34,7 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
     const before = await queue.stats(seed.arena);
     const r = await kickoff(redis, seed, queue);
     log.info({ arena: seed.arena, ...r, workers: flags.workers }, 'kickoff done; starting workers');
+    await sayPlacement(redis, queue, seed.arena, log);
     if (before.exists && r.enqueued === 0 && (await queue.stats(seed.arena)).drained) {
       process.stdout.write(`arena ${seed.arena} is already drained: nothing to crawl. Run \`weir clear ${seedPath} --yes\` (or use another arena) to crawl again.\n`);
       return EXIT.ok;

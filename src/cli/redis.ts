@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../redis.js';
 import { chooseRedis } from '../embedded-redis.js';
 import { FairQueue } from '../queue/index.js';
-import { connectRedis, redactRedisUrl } from '../redis.js';
+import { connectRedis, describeRedis, redactRedisUrl } from '../redis.js';
 
 const HOW = {
   flag: 'from --redis',
@@ -27,6 +27,13 @@ export async function warnEviction(redis: Redis, log: Logger): Promise<void> {
   } catch {
     // CONFIG may be disabled (managed Redis): nothing to check.
   }
+}
+
+/** The one log line that says where an arena lives: how many masters, how many shards. */
+export async function sayPlacement(redis: Redis, queue: FairQueue, arena: string, log: Logger): Promise<void> {
+  const { masters, said } = describeRedis(redis);
+  const { shards } = await queue.layout(arena);
+  log.info({ arena, masters, shards }, `arena ${arena} on ${said}: ${shards} shard${shards === 1 ? '' : 's'}`);
 }
 
 /** Connects, runs `fn` with the client and a queue, and closes both. */

@@ -1,6 +1,6 @@
 import { crawlStats } from '../crawl/stats.js';
 import { sleep, type FairQueue } from '../queue/index.js';
-import { redactRedisUrl, type Redis } from '../redis.js';
+import { redactRedisUrl, type RedisClient as Redis } from '../redis.js';
 import { serveStatus } from '../status/server.js';
 import { StatusSource } from '../status/source.js';
 import type { CommandContext } from './context.js';

@@ -7,7 +7,7 @@ import { connectRedis } from '../redis.js';
 import type { CommandContext } from './context.js';
 import { progressLine } from './draw.js';
 import { EXIT } from './exit.js';
-import { warnEviction } from './redis.js';
+import { sayPlacement, warnEviction } from './redis.js';
 import { trapSignals } from './signals.js';
 
 export interface WorkerFlags {
@@ -39,6 +39,7 @@ export async function cmdWorker({ seed: local, url, log }: CommandContext, flags
   let stopProgress: (() => void) | undefined;
   try {
     if (!seed) return sig.exitCode() ?? EXIT.ok;
+    await sayPlacement(redis, statsQueue, seed.arena, log);
     if (metrics) log.info({ port: await metrics.listen(flags.metricsPort ?? 0) }, 'Prometheus metrics on /metrics');
     const worker = new CrawlWorker(redis, seed, {
       ...(metrics ? { metrics } : {}),

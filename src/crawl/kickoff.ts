@@ -24,6 +24,8 @@ export async function readStoredSeed(redis: Redis | Cluster, arena: string, queu
 export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
   const bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
+  // The shard count first: another than the arena's is an error before anything is written.
+  await queue.fixShards(seed.arena, seed.shards ?? undefined);
   // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
   await queue.configureDedupe(seed.arena, bloom);
   await redis.set(keys.seed, JSON.stringify(storableSeed(seed)));

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { WeirError } from '../errors.js';
-import { validateArenaName } from '../queue/index.js';
+import { LIMITS, validateArenaName } from '../queue/index.js';
 import { bloomParams, maxBloomItems, MAX_BLOOM_BITS } from './bloom.js';
 import { parseDomainKey, DomainMatcher, type DomainKey } from './domains.js';
 import { normalizeUrl } from './normalize.js';
@@ -48,6 +48,12 @@ export interface Seed {
   maxRedirects: number;
   /** true: the `Sitemap:` lines of each in-scope origin's robots.txt; a list: those and these; false: none. */
   sitemaps: boolean | string[];
+  /**
+   * Shards the arena's queues are split over (src/queue/shards.ts), fixed at
+   * the first kickoff; null: 1 on a single Redis, 4 per master on a Cluster
+   * (or whatever the arena already has).
+   */
+  shards: number | null;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -62,7 +68,7 @@ export class SeedError extends WeirError {
 
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
-  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps',
+  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'shards',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -206,6 +212,7 @@ export function validateSeed(data: unknown): Seed {
     maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
     sitemaps: sitemapsOf(data.sitemaps, matcher),
+    shards: nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards)),
   };
 }
 

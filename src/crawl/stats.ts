@@ -84,8 +84,12 @@ export async function crawlStats(redis: Redis | Cluster, arena: string, queue: F
   const domains = queues.map((q) => domainStats(q, n, { now: totals.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
   let bloom: CrawlStats['bloom'] = null;
   if (totals.dedupe) {
-    const fill = (await queue.dedupeBitsSet(arena)) / totals.dedupe.bits;
-    const shared = estimatedFalsePositiveRate(fill, totals.dedupe.hashes);
+    // Per shard: each holds its own domains' part of the bitmap, and a shard
+    // with more URLs fills sooner; the rate shown is the fullest part's.
+    const parts = await queue.dedupeFill(arena);
+    const fill = parts.reduce((s, p) => s + p.set, 0) / totals.dedupe.bits;
+    const fullest = Math.max(...parts.map((p) => (p.bits > 0 ? p.set / p.bits : 0)));
+    const shared = estimatedFalsePositiveRate(fullest, totals.dedupe.hashes);
     const local = Math.max(0, ...Object.values(await redis.hgetall(keys.localFp)).map(Number).filter(Number.isFinite));
     bloom = { ...totals.dedupe, fill, estimatedFalsePositiveRate: shared, localFalsePositiveRate: local, combinedFalsePositiveRate: 1 - (1 - shared) * (1 - local) };
   }

@@ -23,6 +23,8 @@ export type {
 export { QueueArgumentError } from './errors.js';
 export type { QueueErrorCode } from './errors.js';
 export { ARENA_KEY_NAMES, arenaKeys, validateArenaName } from './keys.js';
+export { shardOf, type ShardLayout } from './shards.js';
+export { SHARDS_PER_MASTER } from './layouts.js';
 export { SCRIPT_NAMES, ScriptRunner, loadScripts } from './scripts.js';
 export { RedisClock } from './clock.js';
 export { sleep, sleepUntil } from './sleep.js';

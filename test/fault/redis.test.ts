@@ -9,11 +9,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Redis } from 'ioredis';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
-import { connectRedis } from '../../src/redis.js';
+import { connectRedis, type RedisClient } from '../../src/redis.js';
 import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';
 import { FixtureWeb, treeSite } from '../helpers/web.js';
 
@@ -42,7 +41,7 @@ async function crawlThrough(arena: string, server: RedisServer, fault: () => Pro
   await kickoff(setup, seed);
   setup.disconnect();
   let reconnects = 0;
-  const clients: Redis[] = [];
+  const clients: RedisClient[] = [];
   const before = web.of('T').length;
   const workers = await Promise.all(
     [0, 1].map(async () => {
