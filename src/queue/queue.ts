@@ -9,6 +9,7 @@ import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
 import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions } from './types.js';
+import { ReplicaWait } from './replicas.js';
 import { Waiting } from './waiting.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
@@ -35,6 +36,7 @@ export class FairQueue extends ArenaAdmin {
   private readonly blockers = new Map<string, Redis | Cluster>();
   private readonly given: Redis | Cluster | undefined;
   private readonly waiting: Waiting;
+  private readonly replicas = new ReplicaWait(this.client);
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
   // A dequeue request may carry a lease token to commit first (commitAndTake).
   private readonly dequeues = new Coalescer<string | null, TakeStep>((key, reqs) => {
@@ -96,6 +98,7 @@ export class FairQueue extends ArenaAdmin {
     const counts = reqs.map(() => 0);
     for (const call of enqueueCalls(reqs, k, LIMITS.maxPerCall)) {
       const flags = String(await this.run('enqueue', tag, [shards, ...call.args]));
+      await this.replicas.after(tag);
       call.requestOf.forEach((req, j) => {
         if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;
       });

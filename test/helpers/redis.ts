@@ -110,22 +110,38 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
 
 export interface RedisClusterHandle {
   ports: number[];
+  /** Every node's server (masters and replicas). */
+  nodes: RedisServer[];
   client(): Cluster;
+  /** The ports of the nodes that are masters now (after a failover, the promoted replicas). */
+  masterPorts(): Promise<number[]>;
   destroy(): Promise<void>;
 }
 
+export interface ClusterOptions {
+  /** Replicas per master (0 by default). */
+  replicas?: number;
+  /** cluster-node-timeout: how long a master may be silent before its replica takes over. */
+  nodeTimeoutMs?: number;
+}
+
 /**
- * A local 3-master Redis Cluster: three `redis-server --cluster-enabled yes`,
- * joined by `redis-cli --cluster create`, ready when every node reports
- * cluster_state:ok. Any failure to start throws: cluster tests fail, never skip.
+ * A local 3-master Redis Cluster: `redis-server --cluster-enabled yes` per
+ * node (3 × (1 + replicas)), joined by `redis-cli --cluster create`, ready
+ * when every node reports cluster_state:ok. Any failure to start throws:
+ * cluster tests fail, never skip.
  */
-export async function startCluster(): Promise<RedisClusterHandle> {
+export async function startCluster(options: ClusterOptions = {}): Promise<RedisClusterHandle> {
+  const replicas = options.replicas ?? 0;
   const nodes: RedisServer[] = [];
-  for (let i = 0; i < 3; i++) {
-    nodes.push(await startRedis({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'] }));
+  for (let i = 0; i < 3 * (1 + replicas); i++) {
+    // (A replica's first sync would wait 5 s by default, repl-diskless-sync-delay: a
+    // replica that never synced refuses to take over.)
+    const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000), '--repl-diskless-sync-delay', '0'];
+    nodes.push(await startRedis({ args }));
   }
   const ports = nodes.map((n) => n.port);
-  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes']);
   const deadline = Date.now() + 30_000;
   for (const p of ports) {
     for (;;) {
@@ -134,14 +150,31 @@ export async function startCluster(): Promise<RedisClusterHandle> {
       if (Date.now() > deadline) throw new Error(`cluster node ${p} never reached cluster_state:ok`);
       await new Promise((r) => setTimeout(r, 100));
     }
+    // Replicas: ready once they have their master's data.
+    for (;;) {
+      const { stdout } = await run('redis-cli', ['-p', String(p), 'info', 'replication']);
+      if (!stdout.includes('role:slave') || stdout.includes('master_link_status:up')) break;
+      if (Date.now() > deadline) throw new Error(`cluster replica ${p} never synced with its master`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
   const clients: Cluster[] = [];
   return {
     ports,
+    nodes,
     client() {
       const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: null } });
       clients.push(c);
       return c;
+    },
+    async masterPorts() {
+      const masters: number[] = [];
+      for (const n of nodes) {
+        if (n.process.exitCode !== null || n.process.signalCode !== null) continue;
+        const { stdout } = await run('redis-cli', ['-p', String(n.port), 'role']);
+        if (stdout.startsWith('master')) masters.push(n.port);
+      }
+      return masters;
     },
     async destroy() {
       for (const c of clients) c.disconnect();

@@ -1,0 +1,163 @@
+/**
+ * Crawls on a local Redis Cluster, with worker processes as users run them
+ * (`weir worker --redis <any node>`): one arena's shards spread over the
+ * masters, every master carrying its share, a worker SIGKILLed mid-crawl,
+ * and a master SIGKILLed mid-crawl so that its replica takes over. Politeness
+ * is judged from the fixture servers' own logs.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { kickoff } from '../../src/crawl/kickoff.js';
+import { validateSeed } from '../../src/crawl/seed.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { connectRedis } from '../../src/redis.js';
+import { cliBundle } from '../helpers/cli-bundle.js';
+import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
+import { FixtureWeb, smallestGap, treeSite } from '../helpers/web.js';
+
+const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
+
+interface CrawlSetup {
+  web: FixtureWeb;
+  dir: string;
+  seedPath: string;
+  keys: string[];
+  startWorker: (concurrency: number) => ChildProcess;
+  logs: string[];
+  cleanup: () => Promise<void>;
+}
+
+/** `sites` tree sites of `pages` pages at `rate`/s each, a seed file for them, and a way to start worker processes against the cluster. */
+async function setUp(cluster: RedisClusterHandle, arena: string, sites: number, pages: number, rate: number): Promise<CrawlSetup> {
+  const web = new FixtureWeb();
+  const keys: string[] = [];
+  for (let i = 0; i < sites; i++) keys.push((await web.site(`s${i}`, { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(pages))).key);
+  const dir = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
+  const seed = { arena, rateLimits: Object.fromEntries(keys.map((k) => [k, rate])), start: keys.map((k) => `http://${k}/`), allowPrivateNetworks: true, maxInFlightPerDomain: 2 };
+  const seedPath = join(dir, 'seed.json');
+  await writeFile(seedPath, JSON.stringify(seed));
+  // Kickoff through the same door users take: a URL of one node, found to be a cluster.
+  const client = await connectRedis(`redis://127.0.0.1:${cluster.ports[1]}`);
+  await kickoff(client, validateSeed(seed));
+  client.disconnect();
+  const logs: string[] = [];
+  const startWorker = (concurrency: number): ChildProcess => {
+    const p = spawn(process.execPath, [cliBundle(), 'worker', seedPath, '--redis', `redis://127.0.0.1:${cluster.ports[0]}`, '--exit-when-done', '--lease-ms', '2000', '--concurrency', String(concurrency)], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, WEIR_LOG_LEVEL: 'info', WEIR_NO_PROGRESS: '1' },
+    });
+    p.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
+    return p;
+  };
+  return { web, dir, seedPath, keys, startWorker, logs, cleanup: async () => (await web.close(), await rm(dir, { recursive: true, force: true })) };
+}
+
+/** Pages each site served (robots.txt aside), and how many were fetched more than once. */
+function fetchedPages(web: FixtureWeb, sites: number): { perSite: number[]; repeats: number } {
+  const perSite: number[] = [];
+  let repeats = 0;
+  for (let i = 0; i < sites; i++) {
+    const paths = web.of(`s${i}`).map((r) => r.path).filter((p) => p !== '/robots.txt');
+    perSite.push(new Set(paths).size);
+    repeats += paths.length - new Set(paths).size;
+  }
+  return { perSite, repeats };
+}
+
+/** Commands each master has processed so far. */
+async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  for (const port of ports) {
+    const r = new Redis({ port, host: '127.0.0.1' });
+    out.set(port, Number(/total_commands_processed:(\d+)/.exec(await r.info('stats'))?.[1]));
+    r.disconnect();
+  }
+  return out;
+}
+
+describe('a crawl on a 3-master Redis Cluster', () => {
+  it('spreads the arena over every master, keeps every rate, and loses nothing to a SIGKILLed worker', async (t) => {
+    const cluster = await startCluster();
+    const SITES = 32;
+    const PAGES = 15;
+    const RATE = 20;
+    const masters = await cluster.masterPorts();
+    const before = await commandsByMaster(masters);
+    const c = await setUp(cluster, 'cl', SITES, PAGES, RATE);
+    try {
+      const q = new FairQueue(cluster.client());
+      const layout = await q.layout('cl');
+      assert.equal(layout.shards, 12, 'four shards per master by default');
+      const a = c.startWorker(8);
+      const b = c.startWorker(8);
+      // Kill one mid-crawl; a replacement takes its place.
+      while (c.web.requests.length < (SITES * PAGES) / 4) await new Promise((r) => setTimeout(r, 20));
+      a.kill('SIGKILL');
+      await exited(a);
+      const killedAfter = c.web.requests.length;
+      const replacement = c.startWorker(8);
+      assert.deepEqual(await Promise.all([exited(b), exited(replacement)]), [0, 0]);
+      const { perSite, repeats } = fetchedPages(c.web, SITES);
+      assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
+      for (let i = 0; i < SITES; i++) {
+        const gap = smallestGap(c.web.of(`s${i}`));
+        assert.ok(gap >= 1000 / RATE - 5, `site s${i}: ${gap.toFixed(1)} ms between requests`);
+      }
+      const stats = await q.stats('cl');
+      assert.ok(stats.drained);
+      assert.equal(stats.queues, SITES);
+      const after = await commandsByMaster(masters);
+      const used = masters.map((p) => (after.get(p) ?? 0) - (before.get(p) ?? 0));
+      const mean = used.reduce((x, y) => x + y, 0) / used.length;
+      t.diagnostic(`killed after ${killedAfter} requests; ${repeats} pages fetched twice; commands per master ${used.join(' / ')}`);
+      for (const u of used) assert.ok(u >= 0.5 * mean && u <= 1.5 * mean, `commands per master ${used.join(' / ')}`);
+      assert.ok(c.logs.join('').includes('on a Redis Cluster of 3 masters: 12 shards'), 'the worker says where the arena lives');
+      await q.close();
+    } finally {
+      await c.cleanup();
+      await cluster.destroy();
+    }
+  });
+
+  it('survives a master SIGKILLed mid-crawl: its replica takes over, the workers carry on, every page is fetched', async (t) => {
+    const cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 1000 });
+    const SITES = 16;
+    const PAGES = 30;
+    const RATE = 10;
+    const WORKERS = 2;
+    const CONCURRENCY = 4;
+    const c = await setUp(cluster, 'fo', SITES, PAGES, RATE);
+    try {
+      const workers = Array.from({ length: WORKERS }, () => c.startWorker(CONCURRENCY));
+      while (c.web.requests.length < (SITES * PAGES) / 3) await new Promise((r) => setTimeout(r, 20));
+      const masters = await cluster.masterPorts();
+      const victim = cluster.nodes.find((n) => n.port === masters[1]);
+      assert.ok(victim);
+      await victim.stop('SIGKILL');
+      const killedAt = c.web.requests.length;
+      assert.deepEqual(await Promise.all(workers.map(exited)), new Array<number>(WORKERS).fill(0));
+      const promoted = await cluster.masterPorts();
+      assert.equal(promoted.length, 3, "a replica took the dead master's place");
+      const { perSite, repeats } = fetchedPages(c.web, SITES);
+      assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
+      // What may be fetched twice: a lease of the dead master's shards whose
+      // dequeue or commit it acknowledged but had not passed to its replica,
+      // or whose commit failed while the slot had no master. Each worker lane
+      // holds one lease at a time, so at most one such page per lane.
+      assert.ok(repeats <= WORKERS * CONCURRENCY, `${repeats} pages fetched twice`);
+      for (let i = 0; i < SITES; i++) {
+        const gap = smallestGap(c.web.of(`s${i}`));
+        assert.ok(gap >= 1000 / RATE - 5, `site s${i}: ${gap.toFixed(1)} ms between requests`);
+      }
+      t.diagnostic(`master on ${masters[1]} killed after ${killedAt} requests; ${repeats} pages fetched twice`);
+    } finally {
+      await c.cleanup();
+      await cluster.destroy();
+    }
+  });
+});
