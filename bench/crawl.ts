@@ -27,6 +27,7 @@ import { normalizeUrl } from '../src/crawl/normalize.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
 import { paceBenchmarks } from './pace.js';
+import { clusterCrawlBenchmarks } from './cluster-cost.js';
 import { redisCostBenchmarks } from './redis-cost.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -46,8 +47,15 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), cluster (bench/cluster-cost.ts), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
+if (PART === 'cluster') {
+  const dir = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
+  await clusterCrawlBenchmarks(out, dir);
+  table();
+  await rm(dir, { recursive: true, force: true });
+  process.exit(0);
+}
 if (PART === 'redis') {
   const dir = await mkdtemp(join(tmpdir(), 'weir-cost-'));
   await redisCostBenchmarks(out, dir, findCorpus());

@@ -12,13 +12,16 @@
  *   - Redis CPU and commands per item, enqueue spread over 100 and 10,000
  *     queues and dequeue+commit, beside the seed design (bench/queue-cost.ts).
  * Options (env): BENCH_N (items per throughput run, default 50000),
- * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput or cost (one part).
+ *   - one arena on a 3-master Redis Cluster beside one node: Redis CPU per
+ *     item per master (bench/cluster-cost.ts).
+ * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput, cost or cluster (one part).
  */
 import { setMaxListeners } from 'node:events';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { FairQueue, ScriptRunner, arenaKeys, sleepUntil, type Lease } from '../src/queue/index.js';
 import { SeedDesignQueue } from './seed-design.js';
+import { clusterQueueBenchmarks } from './cluster-cost.js';
 import { queueCostBenchmarks } from './queue-cost.js';
 import { startRedis } from '../test/helpers/redis.js';
 
@@ -68,7 +71,7 @@ console.log(`weir queue benchmark — redis-server ${(await redis.info('server')
 
 // BENCH_PART=rate runs only the rate run (section 6), throughput only sections 1-5, cost only section 7.
 const PART = process.env.BENCH_PART ?? 'all';
-if (PART !== 'rate' && PART !== 'cost') {
+if (PART !== 'rate' && PART !== 'cost' && PART !== 'cluster') {
 // 1. Raw ceiling.
 const ceilArena = 'ceiling';
 const noop = new ScriptRunner(redis);
@@ -283,11 +286,13 @@ async function rateRun(who: Contender, mode: 'deep' | 'refill'): Promise<void> {
   out(`${label}: smallest gap in one queue, served / acted (ms)`, `${(minGap / 1000).toFixed(2)} / ${(minActed / 1000).toFixed(2)}`, `limit ${(1000 / RATE).toFixed(2)} ms`);
   out(`${label}: empty dequeues per lease`, (empty / Math.max(1, leases)).toFixed(3), 'target ≤ 0.1');
 }
-for (const who of PART === 'throughput' || PART === 'cost' ? [] : (['weir', 'weir ahead', 'seed design'] as const)) {
+for (const who of PART === 'throughput' || PART === 'cost' || PART === 'cluster' ? [] : (['weir', 'weir ahead', 'seed design'] as const)) {
   for (const mode of ['deep', 'refill'] as const) await rateRun(who, mode);
 }
 // 7. Redis cost per item, beside the seed design (bench/queue-cost.ts).
 if (PART === 'all' || PART === 'cost') await queueCostBenchmarks(redis, q, N, out);
+// 8. One arena on a 3-master cluster beside one node (bench/cluster-cost.ts).
+if (PART === 'all' || PART === 'cluster') await clusterQueueBenchmarks(out, N);
 
 console.log('\n| measure | value | note |\n| --- | ---: | --- |');
 for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);

@@ -14,6 +14,11 @@ import { Waiting } from './waiting.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
 type TakeStep = DequeueResult & { committed?: LeaseOutcome };
+/** A request merged into a shard's dequeue call: a token to commit first or null, and whether it wants a lease (false: it only commits). */
+interface TakeRequest {
+  token: string | null;
+  take: boolean;
+}
 
 
 /**
@@ -39,9 +44,13 @@ export class FairQueue extends ArenaAdmin {
   private readonly replicas = new ReplicaWait(this.client);
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
   // A dequeue request may carry a lease token to commit first (commitAndTake).
-  private readonly dequeues = new Coalescer<string | null, TakeStep>((key, reqs) => {
+  private readonly dequeues = new Coalescer<TakeRequest, TakeStep>(async (key, reqs) => {
     const [arena, tag, shards, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, string, number, number, boolean, number];
-    return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, reqs.length, reqs);
+    const count = reqs.filter((r) => r.take).length;
+    if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, count, reqs);
+    // Commits alone (no lease wanted in this turn): the commit script.
+    const outcomes = ((await this.run('commit', tag, reqs.map((r) => r.token as string))) as unknown[]).map(decodeOutcome);
+    return outcomes.map((committed) => ({ lease: null, waitMs: null, committed }));
   }, LIMITS.maxPerCall);
   private readonly enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256);
   private readonly commits = new Coalescer<string, LeaseOutcome>(
@@ -128,8 +137,8 @@ export class FairQueue extends ArenaAdmin {
   }
 
   /** One shard's dequeue call, merged with others to the same shard in this turn of the event loop. */
-  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null): Promise<TakeStep> {
-    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs]), carried);
+  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, take = true): Promise<TakeStep> {
+    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs]), { token: carried, take });
   }
 
   /** Up to `count` leases in one script call per shard, served turn by turn as single calls would be. */
@@ -154,12 +163,12 @@ export class FairQueue extends ArenaAdmin {
     };
   }
 
-  /** `commits[i]`: a token request i commits first, or null. */
-  private async dequeueBatch(shard: { arena: string; tag: string; shards: number }, o: Required<DequeueOptions>, count: number, commits: readonly (string | null)[] = []): Promise<TakeStep[]> {
+  /** `count` leases; with `reqs`, one result per request (its lease if it takes one, its commit's outcome if it carries a token). */
+  private async dequeueBatch(shard: { arena: string; tag: string; shards: number }, o: Required<DequeueOptions>, count: number, reqs: readonly TakeRequest[] = []): Promise<TakeStep[]> {
     const { arena, tag } = shard;
     const base = randomBytes(12).toString('base64url');
     const sentAt = performance.now();
-    const tokens = commits.filter((t): t is string => t !== null);
+    const tokens = reqs.map((r) => r.token).filter((t): t is string => t !== null);
     // (With several shards, ask for the ready count: the shard's weight in takes.)
     const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(tag), Math.round(o.aheadMs * 1000), shard.shards > 1 ? '1' : '', ...tokens];
     const reply = decodeDequeue(await this.run('dequeue', tag, args));
@@ -171,8 +180,12 @@ export class FairQueue extends ArenaAdmin {
     const waitMs = reply.waitUs === null ? null : reply.waitUs / 1000;
     this.waiting.noteReply(tag, waitMs === null ? null : this.clock.toLocal(reply.nowMs) + waitMs, reply.promised, reply.readyCount);
     while (results.length < count) results.push({ lease: null, waitMs });
-    let t = 0;
-    return results.map((r, i) => (commits[i] ? { ...r, committed: reply.committed[t++] ?? 'stale' } : r));
+    if (reqs.length === 0) return results;
+    let [k, t] = [0, 0];
+    return reqs.map((req) => {
+      const r: TakeStep = req.take ? (results[k++] as DequeueResult) : { lease: null, waitMs };
+      return req.token ? { ...r, committed: reply.committed[t++] ?? 'stale' } : r;
+    });
   }
 
   /**
@@ -230,9 +243,10 @@ export class FairQueue extends ArenaAdmin {
         // alone, at once.
         const first = all.length === 1 ? lease.shard : (this.waiting.choose(all) ?? lease.shard);
         if (first !== lease.shard) {
+          // (It rides with any other call to its shard in this turn.)
           token = null;
-          this.commit(lease).then(
-            (r) => settle?.resolve(r),
+          this.dequeueOn(lease.arena, lease.shard, all.length, o, lease.token, false).then(
+            (r) => settle?.resolve(r.committed ?? 'stale'),
             (e: unknown) => settle?.reject(e),
           );
         }
