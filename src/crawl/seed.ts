@@ -170,7 +170,8 @@ function sitemapsOf(v: unknown, matcher: DomainMatcher): Seed['sitemaps'] {
   return v.map((u, i) => inDomainUrl(`sitemaps[${i}]`, u, matcher));
 }
 
-function bloomOf(v: unknown): Seed['bloom'] {
+/** The Bloom filter's size; `shards` parts of at most one Redis string each (an unset count: one). */
+function bloomOf(v: unknown, shards: number | null): Seed['bloom'] {
   const bloom = { ...SEED_DEFAULTS.bloom };
   if (v === undefined) return bloom;
   if (!isRecord(v)) throw new SeedError('bloom', 'must be a mapping with expectedUrls and falsePositiveRate');
@@ -178,9 +179,15 @@ function bloomOf(v: unknown): Seed['bloom'] {
   const expectedUrls = v.expectedUrls === undefined ? bloom.expectedUrls : int('bloom.expectedUrls', v.expectedUrls, 1, 1_000_000_000);
   const fp = v.falsePositiveRate ?? bloom.falsePositiveRate;
   if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${shown(fp)}`);
-  if (bloomParams(expectedUrls, fp).bits > MAX_BLOOM_BITS) {
+  const bits = bloomParams(expectedUrls, fp).bits;
+  const parts = shards ?? 1;
+  if (bits > MAX_BLOOM_BITS * parts) {
     const most = maxBloomItems(fp);
-    throw new SeedError('bloom.expectedUrls', `${expectedUrls} URLs at a false-positive rate of ${fp} need a bitmap over the ${MAX_BLOOM_BITS} bits one Redis string holds: at most ${most} URLs at this rate (or raise falsePositiveRate)`);
+    const need = Math.ceil(bits / MAX_BLOOM_BITS);
+    throw new SeedError(
+      'bloom.expectedUrls',
+      `${expectedUrls} URLs at a false-positive rate of ${fp} need a bitmap of ${bits} bits, over the ${MAX_BLOOM_BITS} bits one Redis string holds${parts === 1 ? '' : ` in each of ${parts} shards`}: at most ${most} URLs per shard at this rate; set shards to ${need} or more (each shard holds a part of the bitmap), or raise falsePositiveRate`,
+    );
   }
   return { expectedUrls, falsePositiveRate: fp };
 }
@@ -207,7 +214,7 @@ export function validateSeed(data: unknown): Seed {
     exclude: regexList('exclude', data.exclude),
     allowPrivateNetworks: optional(data.allowPrivateNetworks, d.allowPrivateNetworks, (v) => bool('allowPrivateNetworks', v)),
     respectNofollow: optional(data.respectNofollow, d.respectNofollow, (v) => bool('respectNofollow', v)),
-    bloom: bloomOf(data.bloom),
+    bloom: bloomOf(data.bloom, nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards))),
     requestTimeoutMs: optional(data.requestTimeoutMs, d.requestTimeoutMs, (v) => int('requestTimeoutMs', v, 100, 3_600_000)),
     maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),

@@ -101,10 +101,11 @@ export class ArenaAdmin {
    * each, a URL's bits in its queue's shard (position p at p mod the part).
    */
   async configureDedupe(arena: string, config: { bits: number; hashes: number }): Promise<boolean> {
-    checkInt('bits', config.bits, 512, LIMITS.maxDedupeBits);
+    const layout = await this.layout(arena);
+    // (Each shard's part is one Redis string: at most maxDedupeBits.)
+    checkInt('bits', config.bits, 512, LIMITS.maxDedupeBits * layout.shards);
     if (config.bits % 512 !== 0) bad('bits must be a multiple of 512');
     checkInt('hashes', config.hashes, 1, LIMITS.maxHashes);
-    const layout = await this.layout(arena);
     if (layout.shards === 1) return Number(await this.run('configureDedupe', arena, [config.bits, config.hashes])) === 1;
     const part = Math.ceil(config.bits / layout.shards / 512) * 512;
     let configured = false;

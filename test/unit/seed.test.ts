@@ -93,10 +93,15 @@ describe('seeds that passed but should not (round two)', () => {
     assert.equal(seedError('{"').field, '', 'not JSON: the parser\'s message, not a crash');
   });
 
-  it('a Bloom filter one bitmap cannot hold is refused with the largest size it can serve', () => {
+  it('a Bloom filter one bitmap cannot hold is refused with the largest size it can serve, and the shards that would hold it', () => {
     const e = seedError(json({ bloom: { expectedUrls: 1_000_000_000, falsePositiveRate: 0.000001 } }));
     assert.equal(e.field, 'bloom.expectedUrls');
-    assert.match(e.message, /at most \d+ URLs at this rate/);
+    assert.match(e.message, /at most \d+ URLs per shard at this rate; set shards to 10 or more/);
+    // Split over shards, each part one Redis string, it fits.
+    assert.equal(parseSeedText(json({ shards: 10, bloom: { expectedUrls: 1_000_000_000, falsePositiveRate: 0.000001 } })).shards, 10);
+    assert.match(seedError(json({ shards: 9, bloom: { expectedUrls: 1_000_000_000, falsePositiveRate: 0.000001 } })).message, /in each of 9 shards/);
+    for (const bad of [0, 1025, 2.5, '4']) assert.equal(seedError(json({ shards: bad })).field, 'shards');
+    assert.equal(parseSeedText(json({})).shards, null);
     const most = Number(/at most (\d+) URLs/.exec(e.message)?.[1]);
     assert.ok(parseSeedText(json({ bloom: { expectedUrls: most, falsePositiveRate: 0.000001 } })));
     assert.equal(seedError(json({ bloom: { expectedUrls: most + 1_000_000, falsePositiveRate: 0.000001 } })).field, 'bloom.expectedUrls');
