@@ -69,13 +69,12 @@ export class Layouts {
     const legacy = !have.stored && (await this.client.hexists(shardKey(this.prefix, arena, 'meta'), 'v')) === 1;
     if (have.stored || legacy) {
       if (shards !== undefined && shards !== have.shards) throw mismatch(arena, have.shards, shards);
+      // (Again: a kickoff stopped between the layout and these is finished by the next.)
+      if (have.stored) await this.markShards(have);
       return have;
     }
     const count = shards ?? (this.client instanceof Cluster ? SHARDS_PER_MASTER * this.client.nodes('master').length : 1);
     const layout: ShardLayout = { shards: count, tags: await chooseTags(this.client, arena, count), stored: true };
-    // Each shard's meta says the count before the layout is visible, so a
-    // script never places a queue for a caller with another count.
-    for (const tag of layout.tags) await this.client.hset(shardKey(this.prefix, tag, 'meta'), 'shards', String(count));
     const set = await this.client.set(this.key(arena), formatLayout(layout), 'NX');
     this.forget(arena);
     if (set === null) {
@@ -84,7 +83,17 @@ export class Layouts {
       if (theirs.shards !== count) throw mismatch(arena, theirs.shards, count);
       return theirs;
     }
+    await this.markShards(layout);
     return layout;
+  }
+
+  /**
+   * Each shard's meta says the count, so a script never places a queue for a
+   * caller with another (one that read no layout: the arena's queues are
+   * created after this, by the same kickoff).
+   */
+  private async markShards(layout: ShardLayout): Promise<void> {
+    for (const tag of layout.tags) await this.client.hset(shardKey(this.prefix, tag, 'meta'), 'shards', String(layout.shards));
   }
 }
 
