@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { FairQueue, sleep } from '../queue/index.js';
+import { FairQueue, QueueArgumentError, sleep } from '../queue/index.js';
 import { CrawlLock } from './crawl-lock.js';
 import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
 import { JsonlWriter } from './output.js';
@@ -30,6 +30,11 @@ export async function storedSeed(redis: Redis | Cluster, local: Seed, options: {
   while (!options.signal?.aborted) {
     const stored = await readStoredSeed(redis, local.arena, queue);
     if (stored) {
+      // The one difference that is not a warning: a worker sure of another shard count than the arena's.
+      const { shards } = await queue.layout(local.arena);
+      if (local.shards !== null && local.shards !== shards) {
+        throw new QueueArgumentError('WEIR_SHARDS_MISMATCH', `arena ${local.arena} has ${shards} shard${shards === 1 ? '' : 's'} (fixed at its first kickoff); this seed file says shards: ${local.shards}: drop the field or make it ${shards}`);
+      }
       if (!isDeepStrictEqual(storableSeed(stored), storableSeed(local))) {
         options.log?.warn({ arena: local.arena }, 'the seed file differs from the one kickoff stored in the arena: using the stored one');
       }

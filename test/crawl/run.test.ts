@@ -40,6 +40,15 @@ describe('the stored seed', () => {
     assert.equal(world.web.fetched('S', '/b'), 0);
   });
 
+  it('a worker whose seed file says another shard count than the arena has is refused, naming both', async () => {
+    const stored = validateSeed({ arena: 'sharded', rateLimits: { 'a.test': 1 }, start: ['http://a.test/'], shards: 3 });
+    await kickoff(world.redis, stored);
+    await assert.rejects(storedSeed(world.redis, validateSeed({ ...storableSeed(stored), shards: 5 })), (e: Error & { code?: string }) => e.code === 'WEIR_SHARDS_MISMATCH' && /has 3 shards.*says shards: 5/.test(e.message));
+    // Without the field, or with the same count, it goes on.
+    assert.equal((await storedSeed(world.redis, validateSeed({ ...storableSeed(stored), shards: null })))?.shards, 3);
+    await assert.rejects(kickoff(world.redis, validateSeed({ ...storableSeed(stored), shards: 4 })), (e: Error & { code?: string }) => e.code === 'WEIR_SHARDS_MISMATCH');
+  });
+
   it('a worker started before kickoff waits for it (saying so once), and one aborted meanwhile returns null', async () => {
     const site = await world.web.site('W', { '/robots.txt': 'User-agent: *\nAllow: /\n', '/': html('home') });
     const seed = validateSeed({ arena: 'waits', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], allowPrivateNetworks: true });
