@@ -69,6 +69,19 @@ function fetchedPages(web: FixtureWeb, sites: number): { perSite: number[]; repe
   return { perSite, repeats };
 }
 
+/** The surviving workers' own counts ("worker finished" log lines): dequeue calls, empty ones, pages. */
+function workerCounts(logs: string[]): { dequeues: number; empty: number; pages: number } {
+  const sum = { dequeues: 0, empty: 0, pages: 0 };
+  for (const line of logs.join('').split('\n')) {
+    if (!line.includes('"worker finished"')) continue;
+    const s = JSON.parse(line) as { dequeues: number; emptyDequeues: number; pages: number };
+    sum.dequeues += s.dequeues;
+    sum.empty += s.emptyDequeues;
+    sum.pages += s.pages;
+  }
+  return sum;
+}
+
 /** Commands each master has processed so far. */
 async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
@@ -114,7 +127,12 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       const after = await commandsByMaster(masters);
       const used = masters.map((p) => (after.get(p) ?? 0) - (before.get(p) ?? 0));
       const mean = used.reduce((x, y) => x + y, 0) / used.length;
-      t.diagnostic(`killed after ${killedAfter} requests; ${repeats} pages fetched twice; commands per master ${used.join(' / ')}`);
+      const w = workerCounts(c.logs);
+      t.diagnostic(`killed after ${killedAfter} requests; ${repeats} pages fetched twice; commands per master ${used.join(' / ')}; the surviving workers: ${w.dequeues} dequeue calls, ${w.empty} empty, for ${w.pages} pages`);
+      // Waiting on 12 shards' wake lists and timers, not polling them: empty
+      // calls stay a small multiple of the pages (1.3–3.7 per page here; a
+      // loop that polled would make thousands a second).
+      assert.ok(w.pages > 0 && w.empty <= 8 * w.pages, `${w.empty} empty dequeues for ${w.pages} pages`);
       for (const u of used) assert.ok(u >= 0.5 * mean && u <= 1.5 * mean, `commands per master ${used.join(' / ')}`);
       assert.ok(c.logs.join('').includes('on a Redis Cluster of 3 masters: 12 shards'), 'the worker says where the arena lives');
       await q.close();
