@@ -43,8 +43,11 @@
   costs only its own slot, never the pace of the slots after it.
 
   Returns {{waitUs, promised, nowUs, committed, readyCount}, lease, lease, ...}, each
-  lease {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}; nowUs is
-  Redis's clock, intervalUs the queue's interval (0 = unlimited). waitUs
+  lease {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs, capped}; nowUs is
+  Redis's clock, intervalUs the queue's interval (0 = unlimited), capped 1 when
+  the serve left the queue at its in-flight cap with items waiting (the
+  lease's commit will free it: a client carries that commit in its next
+  dequeue rather than sending it alone). waitUs
   tells the caller when its next call may find work: 0 when more is ready
   now, else how long until something may become ready (a rate slot, a
   retry, a lease expiry), or -1 when nothing will without a new
@@ -96,8 +99,11 @@ for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
 local mine = promised
 ensure_schema()
 
+-- (capped: the queue is left at its in-flight cap with items waiting, so
+-- this lease's commit frees it: see the header.)
 local function lease_reply(token, st, item, attempt, expires_ms, served_s)
-  return { token, st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv) }
+  local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
+  return { token, st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv), capped }
 end
 
 -- The same call again (a client resending after a lost reply, as ioredis

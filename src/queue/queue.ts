@@ -42,6 +42,8 @@ export class FairQueue extends ArenaAdmin {
   private readonly given: Redis | Cluster | undefined;
   private readonly waiting: Waiting;
   private readonly replicas = new ReplicaWait(this.client);
+  /** Leases whose commit frees their queue (served at its in-flight cap with items waiting). */
+  private readonly freeing = new WeakSet<Lease>();
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
   // A dequeue request may carry a lease token to commit first (commitAndTake).
   private readonly dequeues = new Coalescer<TakeRequest, TakeStep>(async (key, reqs) => {
@@ -174,7 +176,11 @@ export class FairQueue extends ArenaAdmin {
     const reply = decodeDequeue(await this.run('dequeue', tag, args));
     this.clock.sample(reply.nowMs, sentAt, performance.now());
     this.counters.dequeues++;
-    const results: DequeueResult[] = reply.leases.map((l) => ({ lease: { arena, shard: tag, ...l, localServedAt: this.clock.toLocal(l.servedAt) }, waitMs: 0 }));
+    const results: DequeueResult[] = reply.leases.map(({ capped, ...l }) => {
+      const lease: Lease = { arena, shard: tag, ...l, localServedAt: this.clock.toLocal(l.servedAt) };
+      if (capped) this.freeing.add(lease);
+      return { lease, waitMs: 0 };
+    });
     this.counters.leases += results.length;
     if (results.length === 0) this.counters.emptyDequeues++;
     const waitMs = reply.waitUs === null ? null : reply.waitUs / 1000;
@@ -237,11 +243,16 @@ export class FairQueue extends ArenaAdmin {
     const tags = async (): Promise<readonly string[]> => (await this.layout(lease.arena)).tags;
     const next = tags()
       .then((all) => {
-        // With several shards the next call goes where the weighted turn
-        // says (else a lane would stay on its lease's shard for good, and
-        // queues on crowded shards would get less); the commit then goes
-        // alone, at once.
-        const first = all.length === 1 ? lease.shard : (this.waiting.choose(all) ?? lease.shard);
+        // The next call goes where the weighted turn says among shards that
+        // may have work now (with several shards: else a lane would stay on
+        // its lease's shard for good, and queues on crowded shards would get
+        // less). When none may, it goes to the lease's shard if the commit
+        // itself frees work there (its queue was left at its in-flight cap)
+        // or the shard waits for new work anyway, and nowhere yet when the
+        // next work comes at a known time: then the commit goes alone, at
+        // once, and no empty dequeue is spent to carry it.
+        const carry = this.freeing.has(lease) || this.waiting.awaitsNewWork(lease.shard);
+        const first = this.waiting.choose(all) ?? (carry ? lease.shard : undefined);
         if (first !== lease.shard) {
           // (It rides with any other call to its shard in this turn.)
           token = null;

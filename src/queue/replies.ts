@@ -33,6 +33,8 @@ export interface RawLease {
   /** ms since the epoch with the µs fraction (Redis clock). */
   servedAt: number;
   intervalMs: number;
+  /** The serve left its queue at its in-flight cap with items waiting: committing this lease frees it. */
+  capped: boolean;
 }
 
 export interface DequeueReply {
@@ -49,7 +51,7 @@ export interface DequeueReply {
   leases: RawLease[];
 }
 
-/** dequeue: {{waitUs, promised, nowUs, committed, readyCount}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs}...}. */
+/** dequeue: {{waitUs, promised, nowUs, committed, readyCount}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs, capped}...}. */
 export function decodeDequeue(r: unknown): DequeueReply {
   const [head, ...rest] = r as [[number, string, string, string?, number?], ...unknown[][]];
   const waitUs = num(head[0]);
@@ -59,7 +61,7 @@ export function decodeDequeue(r: unknown): DequeueReply {
     nowMs: num(head[2]) / 1000,
     committed: [...String(head[3] ?? '')].map((c) => (c === '1' ? 'ok' : 'stale')),
     readyCount: head[4] === undefined ? -1 : Number(head[4]),
-    leases: rest.map(([token, queue, item, attempt, expiresAt, servedAt, interval]) => ({
+    leases: rest.map(([token, queue, item, attempt, expiresAt, servedAt, interval, capped]) => ({
       token: String(token),
       queue: String(queue),
       item: String(item),
@@ -67,6 +69,7 @@ export function decodeDequeue(r: unknown): DequeueReply {
       expiresAt: num(expiresAt),
       servedAt: num(servedAt) / 1000,
       intervalMs: num(interval) / 1000,
+      capped: num(capped) === 1,
     })),
   };
 }

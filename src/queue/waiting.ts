@@ -86,6 +86,12 @@ export class Waiting {
     return this.pick(tags)?.tag;
   }
 
+  /** Whether the last word on shard `tag` was "only new work helps" (or there is none yet). */
+  awaitsNewWork(tag: string): boolean {
+    const h = this.nextWork.get(tag);
+    return h === undefined || h.at === null;
+  }
+
   /** A shard that may have work now (no word yet, or its time has come), by weighted turn; undefined when none. */
   private pick(tags: readonly string[]): { tag: string; woken: false } | undefined {
     const now = performance.now();
@@ -125,7 +131,7 @@ export class Waiting {
     const waited = new Map(tags.map((t) => [t, this.nextWork.get(t)]));
     if (soonest && soonest.at - now <= DEFAULTS.timerWaitMaxMs) {
       await sleep(soonest.at - now, signal);
-      this.forgetSpent(waited);
+      this.forgetSpent(waited, false);
       return { tag: soonest.tag, woken: false };
     }
     const woken = await this.blockOnAll(tags, soonest ? soonest.at - now : DEFAULTS.idleCheckMs, signal);
@@ -133,16 +139,22 @@ export class Waiting {
       this.counters.wakeups++;
       return { tag: woken, woken: true };
     }
-    // Timed out: each shard's word is spent; the next calls re-check them.
-    this.forgetSpent(waited);
+    // Timed out: the words that came due are spent, and after the idle
+    // re-check's wait every shard's is (the next calls re-check them).
+    this.forgetSpent(waited, soonest === undefined);
     return this.pick(tags) ?? { tag: soonest?.tag ?? (tags[0] as string), woken: false };
   }
 
-  /** Drops the hints a wait was for, unless a reply has replaced them since. */
-  private forgetSpent(waited: Map<string, Hint | undefined>): void {
+  /**
+   * Drops the hints a wait was for that came due, and with `idle` those that
+   * said "only new work helps" too, unless a reply has replaced them since.
+   * (Not after a short timed wait: every shard that waits for new work would
+   * be asked again each time any slot comes, a storm of empty calls.)
+   */
+  private forgetSpent(waited: Map<string, Hint | undefined>, idle: boolean): void {
     const now = performance.now();
     for (const [t, h] of waited) {
-      if (h && this.nextWork.get(t) === h && (h.at === null || h.at <= now + 1)) this.nextWork.delete(t);
+      if (h && this.nextWork.get(t) === h && ((idle && h.at === null) || (h.at !== null && h.at <= now + 1))) this.nextWork.delete(t);
     }
   }
 

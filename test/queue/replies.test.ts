@@ -26,10 +26,12 @@ describe('script replies', () => {
     assert.ok(Math.abs(d.nowMs / 1000 - Number(sec)) < 5, 'nowMs is Redis time in ms');
     const la = d.leases.find((l) => l.queue === 'a');
     assert.ok(la);
-    assert.deepEqual({ ...la, expiresAt: 0, servedAt: 0 }, { token: la.token, queue: 'a', item: 'x1', attempt: 1, expiresAt: 0, servedAt: 0, intervalMs: 250 });
+    assert.deepEqual({ ...la, expiresAt: 0, servedAt: 0 }, { token: la.token, queue: 'a', item: 'x1', attempt: 1, expiresAt: 0, servedAt: 0, intervalMs: 250, capped: false });
     assert.ok(la.token.startsWith('base-token-1.'));
     assert.ok(Math.abs(la.expiresAt - la.servedAt - 60_000) < 1);
     assert.equal(d.leases.filter((l) => l.queue === 'b').every((l) => l.intervalMs === 0), true);
+    // No queue here has an in-flight cap: no serve leaves one capped.
+    assert.equal(d.leases.some((l) => l.capped), false);
     assert.ok(d.waitUs === 0 || (d.waitUs !== null && d.waitUs > 0));
     const [l1, l2, l3] = d.leases.filter((l) => l.queue === 'b');
     assert.ok(l1 && l2 && l3);

@@ -183,6 +183,23 @@ describe('shards', () => {
     await producer.close();
   });
 
+  it('a slot coming on one shard does not send a worker asking every idle shard again (no empty-call storm)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.fixShards(arena, 4);
+    // One domain at 40/s on one shard; the other three shards have queues but nothing in them.
+    const names = ['p0.test', 'p1.test', 'p2.test', 'p3.test', 'p4.test', 'p5.test', 'p6.test', 'p7.test'];
+    const busy = names[0] as string;
+    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: n === busy ? 40 : ('unlimited' as const) }])));
+    assert.ok(new Set(names.map((n) => shardOf(n, 4))).size === 4);
+    await q.enqueue(arena, busy, Array.from({ length: 40 }, (_, i) => `${busy}/${i}`));
+    const got = await drain(q, arena, 2, 30);
+    assert.equal(got.length, 30);
+    // Each serve is a short timed wait for the busy shard's next slot; the
+    // idle shards said "only new work helps" and are not asked again for it.
+    assert.ok(q.counters.emptyDequeues <= 30, `${q.counters.emptyDequeues} empty dequeue calls for 30 leases`);
+  });
+
   it('re-reads a layout stored after it looked: nothing lands in the wrong shard', async () => {
     const early = fx.queue();
     const arena = freshArena();
