@@ -19,6 +19,7 @@ import { Redis, type Cluster } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startCluster, startRedis } from '../test/helpers/redis.js';
+import { drive, item } from './queue-cost.js';
 import { callsBetween, redisUsage, totalCalls, type RedisUsage } from './redis-usage.js';
 import { startSyntheticWeb } from './web.js';
 
@@ -71,22 +72,6 @@ function report(out: Out, what: string, nodes: Nodes, unit: string, r: { cpu: nu
   out(`${what}, ${nodes.label}: Redis CPU per ${unit}`, `${sum(r.cpu).toFixed(1)} µs`, `${sum(r.commands).toFixed(1)} commands${rate ? `, ${Math.round(rate).toLocaleString('en-US')}/s` : ''}${each}`);
 }
 
-const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
-
-/** Runs `loops` loops of `op` until `total` items are done; items/s. */
-async function drive(total: number, loops: number, op: () => Promise<number>): Promise<number> {
-  const t0 = performance.now();
-  let done = 0;
-  await Promise.all(
-    Array.from({ length: loops }, async () => {
-      while (done < total) {
-        const k = await op();
-        done += k;
-      }
-    }),
-  );
-  return done / ((performance.now() - t0) / 1000);
-}
 
 export async function clusterQueueBenchmarks(out: Out, n: number): Promise<void> {
   for (const make of [oneNode, threeMasters]) {
@@ -99,22 +84,22 @@ export async function clusterQueueBenchmarks(out: Out, n: number): Promise<void>
       await q.setLimits('spread', Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
       let i = 0;
       let before = await usageOf(nodes.ports);
-      const enq = await drive(n, 64, async () => q.enqueue('spread', `q${i % 10_000}`, [item(i++)]));
-      report(out, `enqueue spread over 10,000 queues (${layout.shards} shards)`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n), enq);
+      const enq = (await drive(n, 64, async () => q.enqueue('spread', `q${i % 10_000}`, [item(i++)]))).perSecond;
+      report(out, `enqueue spread over 10,000 queues (${layout.shards} shard${layout.shards === 1 ? "" : "s"})`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n), enq);
       // As many again, so that dequeue+commit never drains a queue.
       for (let k = 0; k < n; k += 1000) await Promise.all(Array.from({ length: 1000 }, () => q.enqueue('spread', `q${i % 10_000}`, [item(i++)])));
       const counted = { ...q.counters };
       const held = new Map<number, Lease | null>();
       let loop = 0;
       before = await usageOf(nodes.ports);
-      const deq = await drive(n - 64, 64, async () => {
+      const { perSecond: deq } = await drive(n - 64, 64, async () => {
         const me = loop++ % 64;
         const prev = held.get(me) ?? null;
         const next = prev ? await q.commitAndTake(prev).next : await q.take('spread');
         held.set(me, next);
         return prev ? 1 : 0;
       });
-      report(out, `dequeue+commit (commitAndTake), 10,000 queues (${layout.shards} shards)`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n - 64), deq);
+      report(out, `dequeue+commit (commitAndTake), 10,000 queues (${layout.shards} shard${layout.shards === 1 ? "" : "s"})`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n - 64), deq);
       out(`  its dequeue calls per item, empty ones per item`, `${((q.counters.dequeues - counted.dequeues) / n).toFixed(2)}, ${((q.counters.emptyDequeues - counted.emptyDequeues) / n).toFixed(3)}`, `${q.counters.wakeups - counted.wakeups} wake-ups`);
       for (const l of held.values()) if (l) await q.commit(l);
     } finally {

@@ -25,9 +25,8 @@ interface Cost {
   commands: number;
 }
 
-/** Runs `loops` concurrent loops of `op` until `total` items are done; Redis's cost per item. */
-async function measure(redis: Redis, total: number, loops: number, op: () => Promise<number>): Promise<Cost> {
-  const before = await redisUsage(redis);
+/** Runs `loops` concurrent loops of `op` (items it did) until `total` items are done; items and items/s. */
+export async function drive(total: number, loops: number, op: () => Promise<number>): Promise<{ done: number; perSecond: number }> {
   const t0 = performance.now();
   let done = 0;
   await Promise.all(
@@ -39,12 +38,18 @@ async function measure(redis: Redis, total: number, loops: number, op: () => Pro
       }
     }),
   );
-  const s = (performance.now() - t0) / 1000;
-  const after = await redisUsage(redis);
-  return { perSecond: done / s, cpuUs: ((after.cpu - before.cpu) * 1e6) / done, commands: totalCalls(callsBetween(before, after)) / done };
+  return { done, perSecond: done / ((performance.now() - t0) / 1000) };
 }
 
-const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
+/** drive(), and Redis's cost per item. */
+async function measure(redis: Redis, total: number, loops: number, op: () => Promise<number>): Promise<Cost> {
+  const before = await redisUsage(redis);
+  const { done, perSecond } = await drive(total, loops, op);
+  const after = await redisUsage(redis);
+  return { perSecond, cpuUs: ((after.cpu - before.cpu) * 1e6) / done, commands: totalCalls(callsBetween(before, after)) / done };
+}
+
+export const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
 const row = (c: Cost): string => `${Math.round(c.perSecond).toLocaleString('en-US')}/s, ${c.cpuUs.toFixed(1)} µs, ${c.commands.toFixed(1)} cmds`;
 
 /**

@@ -211,10 +211,11 @@ export class FairQueue extends ArenaAdmin {
 
   /**
    * Ends `lease` as done and takes the next lease, as commit() then take()
-   * would, but the commit goes in the first dequeue call: a worker that
-   * finishes one item and wants the next pays one script call, not two. That
-   * first call is made at once, whatever the last reply said about waiting.
-   * `committed` settles when it returns; `next` as take's would.
+   * would, but the commit goes in the next dequeue call when that call goes
+   * at once to the lease's shard (work may be ready there, or the commit
+   * itself frees some): a worker that finishes one item and wants the next
+   * pays one script call, not two. Otherwise the commit goes at once on its
+   * own (below). `committed` settles when it returns; `next` as take's would.
    */
   commitAndTake(lease: Lease, options: TakeOptions = {}): { committed: Promise<LeaseOutcome>; next: Promise<Lease | null> } {
     validateArenaName(lease.arena);
