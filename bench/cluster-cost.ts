@@ -85,7 +85,7 @@ export async function clusterQueueBenchmarks(out: Out, n: number): Promise<void>
       let i = 0;
       let before = await usageOf(nodes.ports);
       const enq = (await drive(n, 64, async () => q.enqueue('spread', `q${i % 10_000}`, [item(i++)]))).perSecond;
-      report(out, `enqueue spread over 10,000 queues (${layout.shards} shard${layout.shards === 1 ? "" : "s"})`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n), enq);
+      report(out, `enqueue spread over 10,000 queues (${layout.shards} shard${layout.shards === 1 ? '' : 's'})`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n), enq);
       // As many again, so that dequeue+commit never drains a queue.
       for (let k = 0; k < n; k += 1000) await Promise.all(Array.from({ length: 1000 }, () => q.enqueue('spread', `q${i % 10_000}`, [item(i++)])));
       const counted = { ...q.counters };
@@ -99,7 +99,7 @@ export async function clusterQueueBenchmarks(out: Out, n: number): Promise<void>
         held.set(me, next);
         return prev ? 1 : 0;
       });
-      report(out, `dequeue+commit (commitAndTake), 10,000 queues (${layout.shards} shard${layout.shards === 1 ? "" : "s"})`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n - 64), deq);
+      report(out, `dequeue+commit (commitAndTake), 10,000 queues (${layout.shards} shard${layout.shards === 1 ? '' : 's'})`, nodes, 'item', perUnit(before, await usageOf(nodes.ports), n - 64), deq);
       out(`  its dequeue calls per item, empty ones per item`, `${((q.counters.dequeues - counted.dequeues) / n).toFixed(2)}, ${((q.counters.emptyDequeues - counted.emptyDequeues) / n).toFixed(3)}`, `${q.counters.wakeups - counted.wakeups} wake-ups`);
       for (const l of held.values()) if (l) await q.commit(l);
     } finally {
