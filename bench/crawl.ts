@@ -49,23 +49,16 @@ const table = (): void => {
 
 /** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), cluster (bench/cluster-cost.ts), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
-if (PART === 'cluster') {
-  const dir = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
-  await clusterCrawlBenchmarks(out, dir);
-  table();
-  await rm(dir, { recursive: true, force: true });
-  process.exit(0);
-}
-if (PART === 'redis') {
-  const dir = await mkdtemp(join(tmpdir(), 'weir-cost-'));
-  await redisCostBenchmarks(out, dir, findCorpus());
-  table();
-  await rm(dir, { recursive: true, force: true });
-  process.exit(0);
-}
-if (PART === 'pace') {
-  const dir = await mkdtemp(join(tmpdir(), 'weir-pace-'));
-  await paceBenchmarks(out, dir);
+/** The parts that run alone: each in a temporary directory, then the table, then exit. */
+const ALONE: Record<string, (dir: string) => Promise<void>> = {
+  cluster: (dir) => clusterCrawlBenchmarks(out, dir),
+  redis: (dir) => redisCostBenchmarks(out, dir, findCorpus()),
+  pace: (dir) => paceBenchmarks(out, dir),
+};
+const alone = Object.hasOwn(ALONE, PART) ? ALONE[PART] : undefined;
+if (alone) {
+  const dir = await mkdtemp(join(tmpdir(), `weir-${PART}-`));
+  await alone(dir);
   table();
   await rm(dir, { recursive: true, force: true });
   process.exit(0);

@@ -60,6 +60,7 @@ if k > 0 then
     if p == nil or p % 1 ~= 0 or p < 0 or p >= span then
       raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
     end
+    -- (Rewritten in place: set_bits sends these arguments on to BITFIELD.)
     if span ~= bits then ARGV[j] = fmt(p % bits) end
   end
 end

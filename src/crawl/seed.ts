@@ -202,6 +202,7 @@ export function validateSeed(data: unknown): Seed {
   const arena = arenaOf(data.arena);
   const { rateLimits, matcher } = rateLimitsOf(data.rateLimits);
   const d = SEED_DEFAULTS;
+  const shards = nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards));
   return {
     arena,
     ...userAgentOf(data.userAgent),
@@ -214,12 +215,12 @@ export function validateSeed(data: unknown): Seed {
     exclude: regexList('exclude', data.exclude),
     allowPrivateNetworks: optional(data.allowPrivateNetworks, d.allowPrivateNetworks, (v) => bool('allowPrivateNetworks', v)),
     respectNofollow: optional(data.respectNofollow, d.respectNofollow, (v) => bool('respectNofollow', v)),
-    bloom: bloomOf(data.bloom, nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards))),
+    bloom: bloomOf(data.bloom, shards),
     requestTimeoutMs: optional(data.requestTimeoutMs, d.requestTimeoutMs, (v) => int('requestTimeoutMs', v, 100, 3_600_000)),
     maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
     sitemaps: sitemapsOf(data.sitemaps, matcher),
-    shards: nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards)),
+    shards,
   };
 }
 

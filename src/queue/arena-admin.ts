@@ -9,7 +9,7 @@ import { deadAcross, nextCursor, splitCursor, sumArenaStats } from './arena-wide
 import { bad, checkInt, checkName, checkRate } from './checks.js';
 import { unlinkNamespace } from './clear.js';
 import { QueueArgumentError } from './errors.js';
-import { arenaNamespace, shardKey, shardKeys, validateArenaName } from './keys.js';
+import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
 import { Layouts } from './layouts.js';
 import { LIMITS } from './limits.js';
 import { decodeDead, decodeStats, type StatsReply } from './replies.js';
@@ -106,7 +106,7 @@ export class ArenaAdmin {
     checkInt('bits', config.bits, 512, LIMITS.maxDedupeBits * layout.shards);
     if (config.bits % 512 !== 0) bad('bits must be a multiple of 512');
     checkInt('hashes', config.hashes, 1, LIMITS.maxHashes);
-    if (layout.shards === 1) return Number(await this.run('configureDedupe', arena, [config.bits, config.hashes])) === 1;
+    // (One shard: its part is the whole bitmap, and the script stores no span.)
     const part = Math.ceil(config.bits / layout.shards / 512) * 512;
     let configured = false;
     for (const tag of layout.tags) {
@@ -228,7 +228,7 @@ export class ArenaAdmin {
   async clear(arena: string): Promise<number> {
     const { tags } = await this.layout(arena);
     let deleted = 0;
-    for (const tag of tags.slice(1)) deleted += await unlinkNamespace(this.client, `${this.prefix}:{${tag}}:`);
+    for (const tag of tags.slice(1)) deleted += await unlinkNamespace(this.client, shardNamespace(this.prefix, tag));
     deleted += await unlinkNamespace(this.client, arenaNamespace(this.prefix, arena));
     this.layouts.forget(arena);
     return deleted;
@@ -238,7 +238,7 @@ export class ArenaAdmin {
   async destroy(arena: string): Promise<void> {
     const { tags } = await this.layout(arena);
     for (const tag of tags) await this.client.unlink(...shardKeys(this.prefix, tag));
-    await this.client.unlink(`${arenaNamespace(this.prefix, arena)}layout`);
+    await this.client.unlink(layoutKey(this.prefix, arena));
     this.layouts.forget(arena);
   }
 }

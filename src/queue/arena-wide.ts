@@ -3,7 +3,6 @@
  * summed, per-queue pages walked shard after shard, the dead letter read as
  * one list. With one shard each is that shard's own answer, unchanged.
  */
-import type { StatsReply } from './replies.js';
 import type { ArenaStats, DeadItem } from './types.js';
 
 /**
@@ -44,11 +43,6 @@ export function sumArenaStats(parts: readonly ArenaStats[]): ArenaStats {
   }
   sum.drained = sum.queued + sum.leased + sum.delayed === 0;
   return sum;
-}
-
-/** The whole arena's stats reply from one page of one shard: totals from all. */
-export function withTotals(page: StatsReply, totals: ArenaStats): StatsReply {
-  return { ...page, arena: totals };
 }
 
 /**

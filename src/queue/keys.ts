@@ -37,7 +37,17 @@ export function validateArenaName(arena: string): void {
 /** What every key of the arena starts with: `<prefix>:{<arena>}:`. */
 export function arenaNamespace(prefix: string, arena: string): string {
   validateArenaName(arena);
-  return `${prefix}:{${arena}}:`;
+  return shardNamespace(prefix, arena);
+}
+
+/** What every key of one shard starts with: `<prefix>:{<tag>}:` (shard 0's tag is the arena's name). */
+export function shardNamespace(prefix: string, tag: string): string {
+  return `${prefix}:{${tag}}:`;
+}
+
+/** Where an arena's shard layout is stored (src/queue/layouts.ts), beside shard 0's keys. */
+export function layoutKey(prefix: string, arena: string): string {
+  return `${arenaNamespace(prefix, arena)}layout`;
 }
 
 export function arenaKeys(prefix: string, arena: string): string[] {
@@ -51,12 +61,12 @@ export function arenaKeys(prefix: string, arena: string): string[] {
  * arena's name. Tags come from a checked layout, so are not checked here.
  */
 export function shardKeys(prefix: string, tag: string): string[] {
-  const ns = `${prefix}:{${tag}}:`;
+  const ns = shardNamespace(prefix, tag);
   return ARENA_KEY_NAMES.map((k) => ns + k);
 }
 
 export function shardKey(prefix: string, tag: string, name: ArenaKeyName): string {
-  return `${prefix}:{${tag}}:${name}`;
+  return shardNamespace(prefix, tag) + name;
 }
 
 export function arenaKey(prefix: string, arena: string, name: ArenaKeyName): string {

@@ -8,7 +8,7 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { QueueArgumentError } from './errors.js';
-import { arenaNamespace, shardKey } from './keys.js';
+import { layoutKey, shardKey } from './keys.js';
 import { checkShardCount, formatLayout, parseLayout, singleShard, type ShardLayout } from './shards.js';
 
 const PROVISIONAL_MS = 1000;
@@ -25,7 +25,7 @@ export class Layouts {
   ) {}
 
   private key(arena: string): string {
-    return arenaNamespace(this.prefix, arena) + 'layout';
+    return layoutKey(this.prefix, arena);
   }
 
   /** The arena's layout (from this process's memory once stored). */
