@@ -71,10 +71,7 @@ async function connectOnce(url: string, options: { connectTimeoutMs?: number; on
   client.on('error', () => undefined); // reported through onReconnect and command failures
   const timeoutMs = options.connectTimeoutMs ?? 5000;
   try {
-    await Promise.race([
-      client.connect(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
-    ]);
+    await within(client.connect(), timeoutMs, 'no answer');
     await client.ping();
     const info = await client.info('cluster');
     if (!/^cluster_enabled:1\b/m.test(info)) return client;
@@ -86,6 +83,16 @@ async function connectOnce(url: string, options: { connectTimeoutMs?: number; on
   }
 }
 
+/** `p`, or an error "<what> within <ms> ms" once `ms` have passed. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * A Cluster client started from the node the URL names (its host, port,
  * credentials and TLS apply to every node). Commands wait while a master
@@ -93,8 +100,7 @@ async function connectOnce(url: string, options: { connectTimeoutMs?: number; on
  * re-read, rather than failed.
  */
 async function connectCluster(node: RedisOptions, redisOptions: RedisOptions, timeoutMs: number): Promise<Cluster> {
-  const { host = '127.0.0.1', port = 6379, username, password, tls, db: _db, ...rest } = node;
-  void rest;
+  const { host = '127.0.0.1', port = 6379, username, password, tls } = node;
   const cluster = new Cluster([{ host, port }], {
     redisOptions: { ...redisOptions, lazyConnect: false, ...(username ? { username } : {}), ...(password ? { password } : {}), ...(tls ? { tls } : {}) },
     enableOfflineQueue: true,
@@ -109,7 +115,7 @@ async function connectCluster(node: RedisOptions, redisOptions: RedisOptions, ti
   });
   cluster.on('error', () => undefined);
   try {
-    await Promise.race([cluster.connect(), new Promise((_, reject) => setTimeout(() => reject(new Error(`no Cluster answer within ${timeoutMs} ms`)), timeoutMs))]);
+    await within(cluster.connect(), timeoutMs, 'no Cluster answer');
     await cluster.ping();
   } catch (err) {
     cluster.disconnect();
