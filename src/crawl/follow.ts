@@ -34,7 +34,8 @@ export interface FollowedPage {
  * the queue client sends as one script call.
  */
 export class LinkFollower {
-  private readonly bloom: BloomParams;
+  /** The arena's bitmap as configured (read once: kickoff may have kept an older sizing), else the seed's. */
+  private bloom: Promise<BloomParams> | undefined;
 
   constructor(
     private readonly queue: FairQueue,
@@ -44,7 +45,6 @@ export class LinkFollower {
     private readonly localSeen: LocalSeen,
     private readonly onPage?: OnPage,
   ) {
-    this.bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
   }
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */
@@ -86,9 +86,19 @@ export class LinkFollower {
         else push(byDomain, d.domain, { u: n, d: depth, r: item.u, h: 0 });
       }
     }
-    const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
-    // Only once Redis has answered for them: a failed call leaves them to be offered again.
-    for (const items of byDomain.values()) this.localSeen.addAll(items.map((i) => i.u));
+    const offered = [...byDomain.values()].flatMap((items) => items.map((i) => i.u));
+    // Offered from now: another page of this worker that links them meanwhile leaves them to this call.
+    this.localSeen.offering(offered);
+    let answered = false;
+    let result: { candidates: number; enqueued: number };
+    try {
+      result = await this.enqueueGrouped(byDomain);
+      answered = true;
+    } finally {
+      // Remembered only once Redis has answered for them: a failed call leaves them to be offered again.
+      this.localSeen.settle(offered, answered);
+    }
+    const { candidates, enqueued } = result;
     return {
       links: seen.size,
       enqueued,
@@ -157,7 +167,16 @@ export class LinkFollower {
     return { candidates: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };
   }
 
-  private enqueue(domain: string, items: CrawlItem[]): Promise<number> {
-    return this.queue.enqueue(this.seed.arena, domain, items.map(encodeItem), { dedupe: items.map((i) => bloomPositions(i.u, this.bloom)) });
+  private bloomParams(): Promise<BloomParams> {
+    const { expectedUrls, falsePositiveRate } = this.seed.bloom;
+    this.bloom ??= this.queue.dedupeConfig(this.seed.arena).then((c) => c ?? bloomParams(expectedUrls, falsePositiveRate));
+    // (A failed read is not kept: the next enqueue asks again.)
+    this.bloom.catch(() => (this.bloom = undefined));
+    return this.bloom;
+  }
+
+  private async enqueue(domain: string, items: CrawlItem[]): Promise<number> {
+    const bloom = await this.bloomParams();
+    return this.queue.enqueue(this.seed.arena, domain, items.map(encodeItem), { dedupe: items.map((i) => bloomPositions(i.u, bloom)) });
   }
 }

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { FairQueue } from '../queue/index.js';
-import { bloomParams, bloomPositions } from './bloom.js';
+import { bloomParams, bloomPositions, legacyBloomParams, type BloomParams } from './bloom.js';
 import { crawlKeys, encodeItem, type ArenaKeyMaker, type CrawlItem } from './keys.js';
 import { STARTED_AT_FIELD } from './tally.js';
 import { Scope } from './scope.js';
@@ -20,13 +20,29 @@ export async function readStoredSeed(redis: Redis | Cluster, arena: string, queu
   return raw ? validateSeed(JSON.parse(raw)) : null;
 }
 
+/**
+ * The bitmap for this seed's Bloom settings: the arena's own when it was
+ * kicked off with the same settings by a weir that sized bitmaps the older
+ * way (legacyBloomParams), so it keeps crawling with the bits it has set;
+ * else today's sizing (which configureDedupe refuses if the arena has
+ * another bitmap: the settings changed).
+ */
+async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
+  const { expectedUrls, falsePositiveRate } = seed.bloom;
+  const now = bloomParams(expectedUrls, falsePositiveRate);
+  const stored = await queue.dedupeConfig(seed.arena);
+  if (!stored) return now;
+  const legacy = legacyBloomParams(expectedUrls, falsePositiveRate);
+  return stored.bits === legacy.bits && stored.hashes === legacy.hashes ? stored : now;
+}
+
 /** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
 export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
-  const bloom = bloomParams(seed.bloom.expectedUrls, seed.bloom.falsePositiveRate);
   // The shard count first: another than the arena's is an error before anything is written.
   await queue.fixShards(seed.arena, seed.shards ?? undefined);
   // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
+  const bloom = await dedupeFor(queue, seed);
   await queue.configureDedupe(seed.arena, bloom);
   await redis.set(keys.seed, JSON.stringify(storableSeed(seed)));
   // When the crawl started, by Redis's clock (for achieved rates in status).

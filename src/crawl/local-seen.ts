@@ -33,6 +33,7 @@ class FastHashing extends Hashing {
 export class LocalSeen {
   private filter: InstanceType<typeof BloomFilter>;
   private count = 0;
+  private readonly pending = new Set<string>();
   private readonly capacity: number;
 
   constructor(
@@ -50,7 +51,22 @@ export class LocalSeen {
   }
 
   has(url: string): boolean {
-    return this.filter.has(url);
+    return this.pending.has(url) || this.filter.has(url);
+  }
+
+  /**
+   * URLs sent to Redis and not answered yet: taken as seen meanwhile, so
+   * pages of this worker that finish together (the same navigation links)
+   * offer each once. Bounded by the links of the pages in flight.
+   */
+  offering(urls: readonly string[]): void {
+    for (const u of urls) this.pending.add(u);
+  }
+
+  /** The answer for `offering`'s URLs came (they are remembered), or the call failed (they may be offered again). */
+  settle(urls: readonly string[], answered: boolean): void {
+    for (const u of urls) this.pending.delete(u);
+    if (answered) this.addAll(urls);
   }
 
   /** URLs Redis has answered for (enqueued or already seen there). */

@@ -116,6 +116,19 @@ export class ArenaAdmin {
   }
 
   /**
+   * The arena's dedupe bitmap as configured (bit positions are given in
+   * `bits`, the arena-wide size), or null when it has none: a client that
+   * computes positions takes these numbers rather than its own, so every
+   * client agrees with the arena whatever it would size a bitmap at.
+   */
+  async dedupeConfig(arena: string): Promise<{ bits: number; hashes: number } | null> {
+    const tag = (await this.layout(arena)).tags[0] as string;
+    const [bits, hashes, span] = await this.client.hmget(shardKey(this.prefix, tag, 'meta'), 'dedupeBits', 'dedupeHashes', 'dedupeSpan');
+    if (bits === null || hashes === null) return null;
+    return { bits: Number(span ?? bits), hashes: Number(hashes) };
+  }
+
+  /**
    * The dedupe bitmap's fill, per shard: bits set (counted by enqueue as it
    * sets them, so O(1); an arena configured before that count was kept is
    * counted with BITCOUNT, O(size)) of bits.

@@ -2,19 +2,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import bloomFilters from 'bloom-filters';
-import { bloomParams, bloomPositions, BLOCK_BITS, blockedFalsePositiveRate, classicBloomParams } from '../../src/crawl/bloom.js';
+import { bloomParams, bloomPositions, BLOCK_BITS, blockedFalsePositiveRate, classicBloomParams, legacyBloomParams } from '../../src/crawl/bloom.js';
 describe('Bloom filter', () => {
-  it('starts from the bloom-filters package formulas, then grows the bitmap for the blocked layout', () => {
-    for (const [n, p] of [[10_000_000, 0.000001], [1000, 0.01], [123_457, 0.0001]] as const) {
+  it('starts from the bloom-filters package formulas, grows the bitmap for the blocked layout, then takes the fewest hashes that fit in it', () => {
+    for (const [n, p, k] of [[10_000_000, 0.000001, 14], [1000, 0.01, 5], [123_457, 0.0001, 10], [1_000_000, 0.001, 9]] as const) {
       const ref = bloomFilters.BloomFilter.create(n, p);
       const classic = classicBloomParams(n, p);
       assert.equal(classic.bits, ref._size, `m for n=${n} p=${p}`);
       assert.equal(classic.hashes, ref._nbHashes, `k for n=${n} p=${p}`);
+      // The memory budget: the classic k, the bitmap grown until the blocked rate meets p.
+      const legacy = legacyBloomParams(n, p);
+      assert.equal(legacy.hashes, ref._nbHashes);
+      assert.ok(legacy.bits >= ref._size);
+      assert.ok(blockedFalsePositiveRate(legacy.bits, legacy.hashes, n) <= p);
       const ours = bloomParams(n, p);
-      assert.equal(ours.hashes, ref._nbHashes);
+      assert.equal(ours.hashes, k, `hashes for n=${n} p=${p}`);
       assert.equal(ours.bits % BLOCK_BITS, 0);
-      assert.ok(ours.bits >= ref._size);
+      assert.ok(ours.bits <= legacy.bits, 'no more memory than the classic k needs');
       assert.ok(blockedFalsePositiveRate(ours.bits, ours.hashes, n) <= p);
+      // One hash fewer would not meet p in that memory.
+      assert.ok(blockedFalsePositiveRate(legacy.bits, ours.hashes - 1, n) > p);
     }
   });
 
