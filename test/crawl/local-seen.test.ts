@@ -1,6 +1,7 @@
 /** The local filter in a crawl: navigation links repeated on every page go to Redis once per worker. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { bloomParams, legacyBloomParams } from '../../src/crawl/bloom.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { crawlKeys } from '../../src/crawl/keys.js';
 import { runWorker } from '../../src/crawl/run.js';
@@ -29,5 +30,47 @@ describe('local seen filter', () => {
     assert.equal(Number(stats['*:localHits']), (N - 1) * N);
     assert.equal(Number(stats['*:dedupeHits']), (N - 1) * N + 1);
     assert.equal(Number(stats['*:enqueued']), N - 1);
+  });
+
+  it('pages that finish together offer the links they share once: each URL goes to Redis once per worker', async () => {
+    const N = 30;
+    const nav = Array.from({ length: N }, (_, i) => `<a href="/p/${i}">${i}</a>`).join(' ');
+    const site = await world.web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (_req, res) => {
+      // (Slow enough that 8 lanes' pages are in flight, and their links offered, together.)
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.end(html(nav));
+      }, 30);
+    });
+    const arena = 'localseen-together';
+    const seed = validateSeed({ arena, rateLimits: { [site.key]: 'unlimited' }, start: Array.from({ length: N }, (_, i) => `${site.origin}/p/${i}`), allowPrivateNetworks: true, maxInFlightPerDomain: 8 });
+    await kickoff(world.redis, seed);
+    const summary = await runWorker(world.redis, seed, { exitWhenDone: true, concurrency: 8 });
+    assert.equal(summary.pages, N);
+    const stats = await world.redis.hgetall(crawlKeys(arena, new FairQueue(world.redis)).stats);
+    // Every page links all N; each URL offered once (and found seen: kickoff queued them all).
+    assert.equal(Number(stats['*:localHits']), N * N - N);
+    assert.equal(Number(stats['*:dedupeHits']), N * N);
+    assert.equal(Number(stats['*:enqueued'] ?? 0), 0);
+  });
+
+  it('an arena whose bitmap was sized the older way keeps it: kickoff and workers use its numbers, so URLs it holds stay seen', async () => {
+    const N = 10;
+    const nav = Array.from({ length: N }, (_, i) => `<a href="/p/${i}">${i}</a>`).join(' ');
+    const site = await world.web.site('L', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html(nav));
+    });
+    const arena = 'localseen-legacy';
+    const seed = validateSeed({ arena, rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/p/0`], allowPrivateNetworks: true, bloom: { expectedUrls: 10_000, falsePositiveRate: 0.000001 } });
+    const legacy = legacyBloomParams(10_000, 0.000001);
+    assert.notDeepEqual(legacy, bloomParams(10_000, 0.000001));
+    await new FairQueue(world.redis).configureDedupe(arena, legacy);
+    assert.deepEqual((await kickoff(world.redis, seed)).bloom, legacy);
+    const summary = await runWorker(world.redis, seed, { exitWhenDone: true, concurrency: 1 });
+    assert.equal(summary.pages, N);
+    for (let i = 0; i < N; i++) assert.equal(world.web.fetched('L', `/p/${i}`), 1, `/p/${i}`);
+    // Another bloom setting for the same arena is still refused.
+    await assert.rejects(kickoff(world.redis, { ...seed, bloom: { expectedUrls: 20_000, falsePositiveRate: 0.000001 } }), { code: 'WEIR_DEDUPE_MISMATCH' });
   });
 });
