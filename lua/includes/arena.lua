@@ -5,6 +5,15 @@
 ]]
 --@include "leases"
 
+-- Every call starts here: its keys bound, and nothing cached from another
+-- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).
+local function begin_call()
+  bind_keys(KEYS)
+  META, MDIRTY = nil, {}
+  QCACHE, QDIRTY = {}, {}
+  HEADC, TAILC = {}, {}
+end
+
 -- Writes back what this call changed in memory: open tail chunks, queue
 -- records and meta fields. A script that changed any of them calls this (or
 -- finish) before it returns; read-only scripts need not.

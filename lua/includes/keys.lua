@@ -36,13 +36,18 @@
   which would round them to 14 significant digits.
 ]]
 
-if #KEYS ~= 13 then
-  return redis.error_reply('WEIR_BAD_ARGS expected the 13-key arena block, got ' .. #KEYS)
-end
-
-local K_META, K_QUEUES, K_QIDS, K_ITEMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_READY, K_SCHED, K_LEASES, K_LEXP = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_DELAYED, K_DELAYDATA, K_DEAD = KEYS[9], KEYS[10], KEYS[11]
-local K_WAKE, K_DEDUPE = KEYS[12], KEYS[13]
+-- This call's keys, bound by begin_call (arena.lua) before anything else runs.
+local K_META, K_QUEUES, K_QIDS, K_ITEMS, K_READY, K_SCHED, K_LEASES, K_LEXP
+local K_DELAYED, K_DELAYDATA, K_DEAD, K_WAKE, K_DEDUPE
 
 local SCHEMA_VERSION = '1'
+
+local function bind_keys(keys)
+  if #keys ~= 13 then
+    error({ err = 'WEIR_BAD_ARGS expected the 13-key arena block, got ' .. #keys })
+  end
+  K_META, K_QUEUES, K_QIDS, K_ITEMS = keys[1], keys[2], keys[3], keys[4]
+  K_READY, K_SCHED, K_LEASES, K_LEXP = keys[5], keys[6], keys[7], keys[8]
+  K_DELAYED, K_DELAYDATA, K_DEAD = keys[9], keys[10], keys[11]
+  K_WAKE, K_DEDUPE = keys[12], keys[13]
+end

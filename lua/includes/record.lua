@@ -19,7 +19,10 @@
 --@include "meta"
 
 local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
-local QFMT = '<' .. string.rep('d', #QFIELDS)
+-- (Built without string.rep: a function library's top level, where this
+-- runs once at load, may use no global but `redis`.)
+local QFMT = '<'
+for _ = 1, #QFIELDS do QFMT = QFMT .. 'd' end
 local QFIXED = #QFIELDS * 8
 
 local QCACHE = {}

@@ -62,12 +62,20 @@ export function resolveIncludes(source: string, read: (name: string) => string =
 
 let cache: Map<ScriptName, LoadedScript> | undefined;
 
-/** Reads and resolves every script once per process. */
+/** A script's own text follows this line; the includes come first (arena.lua takes in the rest). */
+const ARENA_INCLUDE = '--@include "arena"';
+/** What every script's call does first (arena.lua). */
+const BEGIN_CALL = 'begin_call()';
+
+/**
+ * Reads and resolves every script once per process, as EVAL runs them: the
+ * includes inlined, then the call begun, then the script's own text.
+ */
 export function loadScripts(): Map<ScriptName, LoadedScript> {
   if (cache) return cache;
   const scripts = new Map<ScriptName, LoadedScript>();
   for (const name of SCRIPT_NAMES) {
-    const source = resolveIncludes(readLua(`${name}.lua`));
+    const source = resolveIncludes(readLua(`${name}.lua`).replace(ARENA_INCLUDE, `${ARENA_INCLUDE}\n${BEGIN_CALL}`));
     const sha = createHash('sha1').update(source).digest('hex');
     scripts.set(name, { name, source, sha });
   }
@@ -75,16 +83,104 @@ export function loadScripts(): Map<ScriptName, LoadedScript> {
   return scripts;
 }
 
+export interface ScriptLibrary {
+  /** The library's name: weir and a hash of its text, so two versions of weir can share a Redis. */
+  readonly name: string;
+  /** FUNCTION LOAD's text. */
+  readonly code: string;
+  /** The function that runs script `name`. */
+  functionOf(name: ScriptName): string;
+}
+
+let library: ScriptLibrary | undefined;
+
 /**
- * Calls scripts by SHA. On NOSCRIPT (a fresh, restarted or flushed server)
- * it sends the source once with EVAL, which also caches it server-side, so
- * the next call by SHA succeeds again.
+ * Every script as one Redis function library (Redis ≥ 7.0): the includes
+ * once, at the library's top, so their functions and tables are made once
+ * when the library loads rather than on every call (as EVAL must: about
+ * 10 µs a call), and each script's text as the body of its function. A
+ * call binds its KEYS and ARGV to the library's own locals, which the
+ * includes read, and begins afresh (begin_call).
+ */
+export function loadLibrary(): ScriptLibrary {
+  if (library) return library;
+  const bodies = SCRIPT_NAMES.map((name) => {
+    const text = readLua(`${name}.lua`);
+    if (!text.includes(ARENA_INCLUDE)) throw new Error(`lua/${name}.lua does not include "arena"`);
+    return { name, text: resolveIncludes(text.replace(ARENA_INCLUDE, ''), () => '') };
+  });
+  const shared = resolveIncludes(ARENA_INCLUDE);
+  const mains = bodies.map((b) => `local function main_${b.name}()\n${b.text}\nend`).join('\n');
+  const hash = createHash('sha1').update(shared).update(mains).digest('hex').slice(0, 16);
+  const name = `weir_${hash}`;
+  const functionOf = (script: ScriptName): string => `${name}_${script}`;
+  const registrations = bodies
+    .map((b) => `redis.register_function('${functionOf(b.name)}', function(keys, args)\n  KEYS, ARGV = keys, args\n  ${BEGIN_CALL}\n  return main_${b.name}()\nend)`)
+    .join('\n');
+  const code = [`#!lua name=${name}`, 'local KEYS, ARGV = {}, {}', shared, mains, registrations, ''].join('\n');
+  library = { name, code, functionOf };
+  return library;
+}
+
+const isFunctionMissing = (err: unknown): boolean => err instanceof Error && err.message.startsWith('ERR Function not found');
+/** Redis before 7.0: no functions (the scripts run by EVALSHA there). */
+const isFunctionUnknown = (err: unknown): boolean => err instanceof Error && /^ERR unknown command .?fcall/i.test(err.message);
+
+/**
+ * Runs the scripts. On Redis ≥ 7.0 as functions of one library (FCALL):
+ * a server without the library (fresh, restarted without persistence,
+ * flushed, or a Cluster master that never had it) gets it on the first
+ * call that misses it (FUNCTION LOAD, on every master of a Cluster), and
+ * the call goes again. On an older Redis by SHA, each script sent once with
+ * EVAL on NOSCRIPT, which also caches it server-side.
  */
 export class ScriptRunner {
   private readonly scripts = loadScripts();
+  private readonly library = loadLibrary();
+  /** Unknown until the first call tells; 'eval' on a Redis without functions. */
+  private mode: 'function' | 'eval' | null = null;
+  private loading: Promise<void> | null = null;
+
   constructor(private readonly client: Redis | Cluster) {}
 
   async run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.mode !== 'eval') {
+      try {
+        const out = await this.fcall(name, keys, args);
+        this.mode = 'function';
+        return out;
+      } catch (err) {
+        if (isFunctionMissing(err)) {
+          await this.load();
+          try {
+            return await this.fcall(name, keys, args);
+          } catch (err2) {
+            throw fromReplyError(err2);
+          }
+        }
+        if (!isFunctionUnknown(err)) throw fromReplyError(err);
+        this.mode = 'eval';
+      }
+    }
+    return this.evalsha(name, keys, args);
+  }
+
+  private fcall(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return this.client.call('FCALL', this.library.functionOf(name), keys.length, ...keys, ...args);
+  }
+
+  /** FUNCTION LOAD on the server (every master of a Cluster); concurrent misses wait for one load. */
+  private async load(): Promise<void> {
+    this.loading ??= (async () => {
+      const nodes = 'nodes' in this.client ? this.client.nodes('master') : [this.client];
+      await Promise.all(nodes.map((n) => n.call('FUNCTION', 'LOAD', 'REPLACE', this.library.code)));
+    })().finally(() => {
+      this.loading = null;
+    });
+    await this.loading;
+  }
+
+  private async evalsha(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`unknown script ${name}`);
     try {

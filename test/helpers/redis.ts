@@ -182,3 +182,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     },
   };
 }
+
+/** Script calls a server has run so far: FCALL (Redis ≥ 7) or EVALSHA and EVAL (older), from INFO commandstats. */
+export async function scriptCalls(redis: { info(section: string): Promise<string> }): Promise<number> {
+  const stats = await redis.info('commandstats');
+  let n = 0;
+  for (const m of stats.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g)) n += Number(m[1]);
+  return n;
+}

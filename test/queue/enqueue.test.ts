@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { FairQueue, type Lease } from '../../src/queue/index.js';
 import { arenaKey } from '../../src/queue/keys.js';
 import { freshArena, useRedis } from '../helpers/fixture.js';
+import { scriptCalls } from '../helpers/redis.js';
 
 const fx = useRedis();
 const BITS = 1 << 24;
@@ -91,7 +92,7 @@ describe('enqueue', () => {
     const names = Array.from({ length: 50 }, (_, i) => `q${i}`);
     await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
     await q.configureDedupe(arena, { bits: BITS, hashes: K });
-    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const calls = (): Promise<number> => scriptCalls(fx.redis);
     const before = await calls();
     // One turn of the event loop: 50 queues × 3 items, one of them a repeat of another queue's.
     const added = await Promise.all(names.map((n, i) => q.enqueue(arena, n, [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`], { dedupe: [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`].map(positions) })));

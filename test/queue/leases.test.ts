@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Lease } from '../../src/queue/index.js';
 import { freshArena, sleep, useRedis } from '../helpers/fixture.js';
+import { scriptCalls } from '../helpers/redis.js';
 
 const fx = useRedis();
 
@@ -71,7 +72,7 @@ describe('leases', () => {
     const arena = freshArena();
     await q.setLimits(arena, { a: { rate: 'unlimited', maxInFlight: 1 } });
     await q.enqueue(arena, 'a', ['1', '2', '3', '4']);
-    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const calls = (): Promise<number> => scriptCalls(fx.redis);
     const first = await must(q.dequeue(arena));
     const before = await calls();
     // At its in-flight cap of 1 the queue has nothing for anyone until the commit: one call does both.
