@@ -260,7 +260,8 @@ local function next_queue(now, passed)
   for _ = 1, CLAIM_SCAN + 1 do
     local top = redis.call('ZPOPMIN', K_READY)
     if not top[1] then return nil end
-    if #passed >= CLAIM_SCAN or qstate(top[1]).cl <= now then return top[1] end
+    -- (The queue popped is most likely served: its record and open chunk come in one read.)
+    if #passed >= CLAIM_SCAN or qfetch(top[1]).cl <= now then return top[1] end
     passed[#passed + 1] = top
   end
   return nil

@@ -105,7 +105,7 @@ local woke = false
 local now = nil
 local i = 0
 for _, grp in ipairs(groups) do
-  local st = qstate(grp.qid)
+  local st = qfetch(grp.qid)
   -- Only an empty queue can change place by getting items (schedule.lua's
   -- activate): a queue with items is already where it belongs.
   local was_empty = st.q == 0

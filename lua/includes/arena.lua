@@ -18,8 +18,7 @@ end
 -- records and meta fields. A script that changed any of them calls this (or
 -- finish) before it returns; read-only scripts need not.
 local function flush()
-  flush_items()
-  flush_records()
+  flush_records(flush_items())
   flush_meta()
 end
 

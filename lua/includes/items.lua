@@ -1,57 +1,100 @@
 --[[
   Item storage. A queue is its front stack, then its chunks, oldest first:
-  - chunks "<qid>:<n>", n = hc..tc: items appended at the tail, each as a
-    4-byte big-endian length and the bytes, packed up to CHUNK_BYTES per
-    chunk. A dequeue reads at the head chunk's offset `ho` without rewriting
-    it; a chunk is deleted once read through. Packing keeps Redis's
-    per-entry overhead (~60 bytes for a hash field of its own) off each item.
-  - front entries "<qid>:f<k>", k = 1..fn: items put back at the head
-    (lease expired, released, retried), a stack, so the last one put back is
-    served next; each is struct '>I4I4' (attempts, reason length), the
-    reason, then the item. Items in chunks have no attempts yet.
+  - chunks n = hc..tc: items appended at the tail, each as a 4-byte
+    big-endian length and the bytes, packed up to CHUNK_BYTES per chunk.
+    The open chunk (n = tc) is field "<qid>:t" of `queues`, beside the
+    queue's record, so a call reads and writes both with one command each
+    (qfetch, flush_records); once full it is sealed into `items` as
+    "<qid>:<n>". A dequeue reads at the head chunk's offset `ho` without
+    rewriting it; a sealed chunk is deleted once read through, the open one
+    emptied. Packing keeps Redis's per-entry overhead (~60 bytes for a hash
+    field of its own) off each item.
+  - front entries "<qid>:f<k>" of `items`, k = 1..fn: items put back at the
+    head (lease expired, released, retried), a stack, so the last one put
+    back is served next; each is struct '>I4I4' (attempts, reason length),
+    the reason, then the item. Items in chunks have no attempts yet.
+  An arena written before the open chunk moved (key-schema version 1) kept
+  it in `items` as "<qid>:<tc>": it moves on the queue's first touch.
 ]]
 --@include "record"
 
--- A chunk is closed before it would pass this many bytes (so it stays within
+-- A chunk is sealed before it would pass this many bytes (so it stays within
 -- jemalloc's 2 KiB size class) or hold this many items. Smaller chunks cost
 -- an enqueue less to rewrite; larger ones save a little memory.
 local CHUNK_BYTES = 2040
 local CHUNK_ITEMS = 128
 
--- Chunks read or being written in this call: the head chunk per queue
--- ({n, data}) and the open tail chunk per queue ({n, parts}).
+-- Chunks read or being written in this call: a sealed head chunk per queue
+-- ({n, data}), and the open tail chunk per queue ({parts, dirty, legacy}).
 local HEADC = {}
 local TAILC = {}
 
-local function write_tail(qid, tail)
-  redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(tail.n), table.concat(tail.parts))
-  tail.dirty = false
+local function tail_field(qid)
+  return qid .. ':t'
 end
 
-local function flush_items()
-  for qid, tail in pairs(TAILC) do
-    if tail.dirty then write_tail(qid, tail) end
+-- The open chunk as read (false: none yet); an arena's older layout moved.
+local function tail_read(qid, st, data)
+  local tail = { parts = {}, dirty = false }
+  if not data and st.tn > 0 then
+    -- Key-schema 1: the open chunk is still in `items`.
+    tail.legacy = qid .. ':' .. fmt(st.tc)
+    data = redis.call('HGET', K_ITEMS, tail.legacy)
+    tail.dirty = true
   end
+  if data and data ~= '' then tail.parts[1] = data end
+  TAILC[qid] = tail
+  return tail
+end
+
+-- A queue's record, and with it its open chunk in the same command, for a
+-- call that will likely append to the queue or read its head. (A record
+-- this call has read already is not read again: its open chunk then comes
+-- when needed, open_tail.)
+local function qfetch(qid)
+  local st = QCACHE[qid]
+  if st then return st end
+  local v = redis.call('HMGET', K_QUEUES, qid, tail_field(qid))
+  st = qparse(qid, v[1])
+  tail_read(qid, st, v[2])
+  return st
+end
+
+local function open_tail(qid, st)
+  return TAILC[qid] or tail_read(qid, st, redis.call('HGET', K_QUEUES, tail_field(qid)))
+end
+
+-- The open chunks changed in this call, as field/value pairs for
+-- flush_records' HSET; chunks moved from an older layout are deleted there.
+local function flush_items()
+  local out = {}
+  for qid, tail in pairs(TAILC) do
+    if tail.dirty then
+      -- Scripts of key-schema 1 would look for the open chunk in `items`: they are refused from now on.
+      if mget('v') ~= SCHEMA_VERSION then mset('v', SCHEMA_VERSION) end
+      out[#out + 1] = tail_field(qid)
+      out[#out + 1] = table.concat(tail.parts)
+      if tail.legacy then redis.call('HDEL', K_ITEMS, tail.legacy) end
+      tail.dirty = false
+      tail.legacy = nil
+    end
+  end
+  return out
 end
 
 -- Appends an item at the tail (it has no attempts yet). The caller keeps
 -- the arena's `queued` counter.
 local function push_tail(qid, st, item)
-  local tail = TAILC[qid]
-  if not tail or tail.n ~= st.tc then
-    tail = { n = st.tc, parts = {}, dirty = false }
-    if st.tn > 0 then tail.parts[1] = redis.call('HGET', K_ITEMS, qid .. ':' .. fmt(st.tc)) end
-    TAILC[qid] = tail
-  end
+  local tail = open_tail(qid, st)
   local entry = struct.pack('>I4', #item) .. item
   if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
-    -- Close this chunk; the item opens the next.
-    if tail.dirty then write_tail(qid, tail) end
+    -- Seal this chunk into `items`; the item opens the next.
+    local sealed = table.concat(tail.parts)
+    redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), sealed)
     st.tc = st.tc + 1
     st.tn = 0
     st.tb = 0
-    tail = { n = st.tc, parts = {}, dirty = false }
-    TAILC[qid] = tail
+    tail.parts = {}
   end
   tail.parts[#tail.parts + 1] = entry
   tail.dirty = true
@@ -61,7 +104,6 @@ local function push_tail(qid, st, item)
   qdirty(qid, st)
 end
 
--- Puts an item back at the head with what it has been through.
 local function push_front(qid, st, item, attempts, reason)
   st.fn = st.fn + 1
   redis.call('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), struct.pack('>I4I4', attempts, #reason) .. reason .. item)
@@ -82,26 +124,28 @@ local function pop_front(qid, st)
   return string.sub(v, 9 + rlen), attempts
 end
 
-local function head_chunk(qid, st)
-  local head = HEADC[qid]
-  if head and head.n == st.hc then return head end
-  local data
-  local tail = TAILC[qid]
-  if tail and tail.n == st.hc and tail.dirty then
-    data = table.concat(tail.parts)
-  else
-    data = redis.call('HGET', K_ITEMS, qid .. ':' .. fmt(st.hc))
+-- The chunk items are read from: a sealed one from `items` (kept for the
+-- call), or the open one.
+local function head_data(qid, st)
+  if st.hc == st.tc then
+    -- (Joined once: a batch may read several items of it.)
+    local tail = open_tail(qid, st)
+    if #tail.parts > 1 then tail.parts = { table.concat(tail.parts) } end
+    return tail.parts[1] or ''
   end
-  head = { n = st.hc, data = data or '' }
-  HEADC[qid] = head
-  return head
+  local head = HEADC[qid]
+  if not (head and head.n == st.hc) then
+    head = { n = st.hc, data = redis.call('HGET', K_ITEMS, qid .. ':' .. fmt(st.hc)) or '' }
+    HEADC[qid] = head
+  end
+  return head.data
 end
 
 -- Takes the item at the head: the front stack first, then the head chunk.
 -- Returns item, attempts so far (nil when the storage was tampered with).
 local function take_head(qid, st)
   if st.fn > 0 then return pop_front(qid, st) end
-  local data = head_chunk(qid, st).data
+  local data = head_data(qid, st)
   st.q = st.q - 1
   qdirty(qid, st)
   if st.ho + 4 > #data then return nil, 0 end
@@ -109,14 +153,18 @@ local function take_head(qid, st)
   local item = string.sub(data, st.ho + 5, st.ho + 4 + len)
   st.ho = st.ho + 4 + len
   if st.ho >= #data and (st.hc < st.tc or st.q - st.fn <= 0) then
-    -- Read through: delete it. If it was also the open tail chunk, the
-    -- queue's chunks are empty now, so the next append opens a fresh one.
-    redis.call('HDEL', K_ITEMS, qid .. ':' .. fmt(st.hc))
-    if st.hc == st.tc then
+    -- Read through: a sealed chunk is deleted; the open one, if this was
+    -- it, is emptied (the queue's chunks are empty now) and the next
+    -- append opens a fresh one.
+    if st.hc < st.tc then
+      redis.call('HDEL', K_ITEMS, qid .. ':' .. fmt(st.hc))
+    else
+      local tail = open_tail(qid, st)
+      tail.parts = {}
+      tail.dirty = true
       st.tc = st.tc + 1
       st.tn = 0
       st.tb = 0
-      TAILC[qid] = nil
     end
     st.hc = st.hc + 1
     st.ho = 0

@@ -40,7 +40,9 @@
 local K_META, K_QUEUES, K_QIDS, K_ITEMS, K_READY, K_SCHED, K_LEASES, K_LEXP
 local K_DELAYED, K_DELAYDATA, K_DEAD, K_WAKE, K_DEDUPE
 
-local SCHEMA_VERSION = '1'
+-- 2: a queue's open chunk is a field of `queues` (items.lua); an arena of
+-- version 1 is upgraded as it is written (meta.lua ensure_schema).
+local SCHEMA_VERSION = '2'
 
 local function bind_keys(keys)
   if #keys ~= 13 then

@@ -46,16 +46,18 @@ local function qnew(name)
   return qrecord(name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 end
 
-local function qstate(qid)
-  local st = QCACHE[qid]
-  if st then return st end
-  local rec = redis.call('HGET', K_QUEUES, qid)
+-- A record read from `queues` into the cache.
+local function qparse(qid, rec)
   if not rec then
     raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
   end
-  st = qrecord(string.sub(rec, QFIXED + 1), struct.unpack(QFMT, rec))
+  local st = qrecord(string.sub(rec, QFIXED + 1), struct.unpack(QFMT, rec))
   QCACHE[qid] = st
   return st
+end
+
+local function qstate(qid)
+  return QCACHE[qid] or qparse(qid, redis.call('HGET', K_QUEUES, qid))
 end
 
 local function qdirty(qid, st)
@@ -63,10 +65,20 @@ local function qdirty(qid, st)
   QDIRTY[qid] = true
 end
 
-local function flush_records()
+-- Writes the changed records, and `extra` (field, value pairs of `queues`:
+-- items.lua's open tail chunks), in one HSET.
+local function flush_records(extra)
+  local args = extra or {}
   for qid in pairs(QDIRTY) do
-    redis.call('HSET', K_QUEUES, qid, qpack(QCACHE[qid]))
+    -- (In slices well inside unpack's limit: a call may touch 1,000 queues.)
+    if #args >= 2000 then
+      redis.call('HSET', K_QUEUES, unpack(args))
+      args = {}
+    end
+    args[#args + 1] = qid
+    args[#args + 1] = qpack(QCACHE[qid])
   end
+  if #args > 0 then redis.call('HSET', K_QUEUES, unpack(args)) end
   QDIRTY = {}
 end
 

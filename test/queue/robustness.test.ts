@@ -104,14 +104,54 @@ describe('bad input', () => {
   });
 });
 
+describe('key-schema upgrades', () => {
+  it("an arena of key-schema 1 (a queue's open chunk in `items`) is read, moved queue by queue, and marked 2: nothing lost, order kept", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' }, b: { rate: 'unlimited' } });
+    // 300 items in a (sealed chunks and an open one), 3 in b (an open chunk only).
+    await q.enqueue(arena, 'a', Array.from({ length: 300 }, (_, i) => `a${i}`));
+    await q.enqueue(arena, 'b', ['b0', 'b1', 'b2']);
+    // Back to version 1's layout: each open chunk into `items` as "<qid>:<tc>".
+    const k = (name: string): string => `weir:{${arena}}:${name}`;
+    for (const qid of ['1', '2']) {
+      const rec = (await fx.redis.hgetBuffer(k('queues'), qid)) as Buffer;
+      const tc = rec.readDoubleLE(4 * 8);
+      const open = await fx.redis.hgetBuffer(k('queues'), `${qid}:t`);
+      assert.ok(open && open.length > 0);
+      await fx.redis.hset(k('items'), `${qid}:${tc}`, open);
+      await fx.redis.hdel(k('queues'), `${qid}:t`);
+    }
+    await fx.redis.hset(k('meta'), 'v', '1');
+    // Version 2's scripts take it on: appends land after the old open chunk's items, reads see them.
+    await q.enqueue(arena, 'b', ['b3']);
+    assert.equal(await fx.redis.hget(k('meta'), 'v'), '2', 'marked: scripts of version 1 refuse it from now on');
+    const got: Record<string, string[]> = { a: [], b: [] };
+    for (;;) {
+      const r = await q.dequeue(arena);
+      if (!r.lease) break;
+      got[r.lease.queue]?.push(r.lease.item);
+      await q.commit(r.lease);
+    }
+    assert.deepEqual(got.a, Array.from({ length: 300 }, (_, i) => `a${i}`));
+    assert.deepEqual(got.b, ['b0', 'b1', 'b2', 'b3']);
+    // Every moved chunk gone from `items`, no item left behind.
+    assert.equal(await fx.redis.hlen(k('items')), 0);
+  });
+});
+
 describe('script cache and connections', () => {
-  it('recovers from NOSCRIPT after SCRIPT FLUSH (as after a Redis restart) by reloading', async () => {
+  it('recovers after its scripts are flushed (as after a Redis restart without persistence) by reloading them', async () => {
     const q = fx.queue();
     const arena = freshArena();
     await q.setLimits(arena, { a: { rate: 'unlimited' } });
-    await fx.redis.script('FLUSH');
+    const flush = async (): Promise<void> => {
+      await fx.redis.script('FLUSH');
+      await fx.redis.call('FUNCTION', 'FLUSH');
+    };
+    await flush();
     assert.equal(await q.enqueue(arena, 'a', ['after-flush']), 1);
-    await fx.redis.script('FLUSH');
+    await flush();
     const r = await q.dequeue(arena);
     assert.equal(r.lease?.item, 'after-flush');
   });
