@@ -123,8 +123,13 @@ export function loadLibrary(): ScriptLibrary {
 }
 
 const isFunctionMissing = (err: unknown): boolean => err instanceof Error && err.message.startsWith('ERR Function not found');
-/** Redis before 7.0: no functions (the scripts run by EVALSHA there). */
-const isFunctionUnknown = (err: unknown): boolean => err instanceof Error && /^ERR unknown command .?fcall/i.test(err.message);
+/**
+ * No functions here: Redis before 7.0 (unknown command), or a user whose
+ * ACL allows scripts but not FCALL or FUNCTION LOAD. The scripts run by
+ * EVALSHA there.
+ */
+const isFunctionUnavailable = (err: unknown): boolean =>
+  err instanceof Error && (/^ERR unknown command .?fcall/i.test(err.message) || /^NOPERM .*'(fcall|function\|load)'/i.test(err.message));
 
 /**
  * Runs the scripts. On Redis ≥ 7.0 as functions of one library (FCALL):
@@ -151,14 +156,15 @@ export class ScriptRunner {
         return out;
       } catch (err) {
         if (isFunctionMissing(err)) {
-          await this.load();
           try {
+            await this.load();
             return await this.fcall(name, keys, args);
           } catch (err2) {
-            throw fromReplyError(err2);
+            if (!isFunctionUnavailable(err2)) throw fromReplyError(err2);
           }
+        } else if (!isFunctionUnavailable(err)) {
+          throw fromReplyError(err);
         }
-        if (!isFunctionUnknown(err)) throw fromReplyError(err);
         this.mode = 'eval';
       }
     }

@@ -73,6 +73,28 @@ describe('scripts', () => {
     }
   });
 
+  it('run by SHA for a user whose ACL allows scripts but not functions', async () => {
+    const admin = new Redis({ port: server.port, host: '127.0.0.1' });
+    try {
+      await admin.call('FUNCTION', 'FLUSH');
+      await admin.call('ACL', 'SETUSER', 'nofcall', 'on', '>pw', '~*', '+@all', '-fcall');
+      await admin.call('ACL', 'SETUSER', 'noload', 'on', '>pw', '~*', '+@all', '-function');
+      for (const username of ['nofcall', 'noload']) {
+        const redis = new Redis({ port: server.port, host: '127.0.0.1', username, password: 'pw' });
+        try {
+          const before = await count(admin, 'evalsha');
+          await roundTrip(new FairQueue(redis), `acl-${username}`);
+          assert.ok((await count(admin, 'evalsha')) - before >= 5, username);
+        } finally {
+          redis.disconnect();
+        }
+      }
+    } finally {
+      await admin.call('ACL', 'DELUSER', 'nofcall', 'noload');
+      admin.disconnect();
+    }
+  });
+
   it('errors keep their codes either way', async () => {
     for (const port of [server.port, plain.port]) {
       const redis = new Redis({ port, host: '127.0.0.1' });
