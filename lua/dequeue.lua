@@ -68,8 +68,8 @@
 ]]
 --@include "arena"
 
--- Bounds on the upkeep one call does, so no call can block Redis for long.
-local REAP_BATCH = 100
+-- Bounds on the upkeep one call does, so no call can block Redis for long
+-- (and REAP_BATCH: leases.lua).
 local PROMOTE_BATCH = 100
 -- Turns a call may spend on queues that turn out not to be servable.
 local POP_TRIES = 16
@@ -93,7 +93,10 @@ if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_A
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 local want_ready = ARGV[7] == '1'
 local commits = {}
-for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
+for i = 8, #ARGV do
+  commits[#commits + 1] = str_arg(i, 'token', 64, false)
+  lease_key(commits[#commits])
+end
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
@@ -101,9 +104,10 @@ ensure_schema()
 
 -- (capped: the queue is left at its in-flight cap with items waiting, so
 -- this lease's commit frees it: see the header.)
-local function lease_reply(token, st, item, attempt, expires_ms, served_s)
+-- (The token handed out: the lease's key and its queue id, leases.lua lease_key.)
+local function lease_reply(key, qid, st, item, attempt, expires_ms, served_s)
   local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
-  return { token, st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv), capped }
+  return { key .. ':' .. qid, st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv), capped }
 end
 
 -- The same call again (a client resending after a lost reply, as ioredis
@@ -115,11 +119,11 @@ local function replay()
   local now_s = fmt(now_us())
   local again = { { 0, '', now_s, '', -1 } }
   for i = 1, count do
-    local token = base .. '.' .. i
-    local rec = redis.call('HGET', K_LEASES, token)
+    local key = base .. '.' .. i
+    local rec = redis.call('HGET', K_LEASES, key)
     if rec then
       local qid, attempt, item, exp = parse_lease(rec)
-      again[#again + 1] = lease_reply(token, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
+      again[#again + 1] = lease_reply(key, qid, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
     end
   end
   return again
@@ -309,11 +313,11 @@ local function serve(now, horizon)
       -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
       if item then
         st.l = st.l + 1
-        local token = base .. '.' .. (#leases + 1)
-        redis.call('HSET', K_LEASES, token, lease_record(qid, attempts + 1, expires_s, item))
-        lease_expiry(token, expires)
+        local key = base .. '.' .. (#leases + 1)
+        redis.call('HSET', K_LEASES, key, lease_record(qid, attempts + 1, expires_s, item))
+        lease_expiry(key, expires)
         advance(st, served)
-        leases[#leases + 1] = lease_reply(token, st, item, attempts + 1, expires_ms, fmt(served))
+        leases[#leases + 1] = lease_reply(key, qid, st, item, attempts + 1, expires_ms, fmt(served))
       end
       -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
       last_back = nil
@@ -355,9 +359,10 @@ if again then
 end
 
 local now = now_us()
+-- (Reaped first: then most commits need not read their leases.)
+reap_expired(now, REAP_BATCH)
 local committed, freed = commit_leases(commits, now)
 local horizon = now + ahead
-reap_expired(now, REAP_BATCH)
 promote_due_retries(now)
 promote_due_queues(horizon)
 local held = mget('held') == '1'

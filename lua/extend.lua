@@ -14,14 +14,15 @@ argc(2, 'token ms')
 local token = str_arg(1, 'token', 64, false)
 local ms = int_arg(2, 'ms', 1, MAX_LEASE_MS)
 local now = now_us()
-local rec = current_lease(token, now)
+local key = lease_key(token)
+local rec = current_lease(key, now)
 if not rec then
   flush()
   return 0
 end
 local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
-lease_expiry(token, expires)
-redis.call('HSET', K_LEASES, token, lease_record(qid, attempt, fmt(expires), item))
+lease_expiry(key, expires)
+redis.call('HSET', K_LEASES, key, lease_record(qid, attempt, fmt(expires), item))
 flush()
 return fmt(math.floor(expires / 1000))

@@ -12,7 +12,7 @@
 argc(1, 'token')
 local token = str_arg(1, 'token', 64, false)
 local now = now_us()
-local qid, attempt, item = end_lease(token, now)
+local qid, attempt, item = end_lease(lease_key(token), now)
 if not qid then return finish(false, 0) end
 push_front(qid, qstate(qid), item, attempt - 1, '')
 return finish(activate(qid, now), 1)

@@ -73,6 +73,9 @@ local function expire_lease(token, rec, now)
   return activate(qid, now)
 end
 
+-- Expired leases one call takes back at most (bounding its work).
+local REAP_BATCH = 100
+
 local function reap_expired(now, limit)
   if not bound_passed('reapat', now) then return false end
   local woke = false
@@ -89,15 +92,28 @@ local function reap_expired(now, limit)
   return woke
 end
 
--- Looks a lease up for commit/extend/release/retry/fail. A lease is current
--- while its record exists and its expiry has not passed; an expired one is
--- expired here and then (so it goes back exactly once) and reported stale.
-local function current_lease(token, now)
-  local rec = redis.call('HGET', K_LEASES, token)
+-- A lease's token is its key in `leases` ("<base>.<i>"), a colon and its
+-- queue id (dequeue.lua hands them out so): the id lets a commit end a
+-- lease without reading its record. A key alone (a token from before ids
+-- rode in it) is a token too. Returns key, qid (nil without one).
+local function lease_key(token)
+  local at = string.find(token, ':', 1, true)
+  if not at then return token, nil end
+  local qid = string.sub(token, at + 1)
+  if not string.match(qid, '^%d+$') then raise('WEIR_BAD_ARGS', 'token ' .. token .. ' is not a lease token') end
+  return string.sub(token, 1, at - 1), qid
+end
+
+-- Looks a lease up for commit/extend/release/retry/fail by its key. A lease
+-- is current while its record exists and its expiry has not passed; an
+-- expired one is expired here and then (so it goes back exactly once) and
+-- reported stale.
+local function current_lease(key, now)
+  local rec = redis.call('HGET', K_LEASES, key)
   if not rec then return nil end
   local _, _, _, exp = parse_lease(rec)
   if exp <= now then
-    if expire_lease(token, rec, now) then signal() end
+    if expire_lease(key, rec, now) then signal() end
     return nil
   end
   return rec
@@ -105,11 +121,11 @@ end
 
 -- Ends the caller's lease for release/retry/fail: qid, attempt, item, or nil
 -- when the lease is stale (the caller then answers 0).
-local function end_lease(token, now)
-  local rec = current_lease(token, now)
+local function end_lease(key, now)
+  local rec = current_lease(key, now)
   if not rec then return nil end
   local qid, attempt, item = parse_lease(rec)
-  drop_lease(token, qid)
+  drop_lease(key, qid)
   return qid, attempt, item
 end
 
@@ -118,16 +134,34 @@ end
 -- expired lease that had not gone back yet goes back now, exactly once).
 -- Per-queue counts change once per queue, not once per lease. Returns the
 -- list of results and whether a queue left its in-flight cap (signal).
+--
+-- The caller reaps expired leases first (reap_expired): when that left
+-- none whose expiry has passed, a lease whose record is still there is
+-- current, so a token with its queue id is ended by deleting its record,
+-- unread. (A token whose id names no queue is looked up the long way.)
 local function commit_leases(tokens, now)
   local out, per_queue, order = {}, {}, {}
   local done = 0
+  local unread = not bound_passed('reapat', now)
+  local keys, qids = {}, {}
   for i, token in ipairs(tokens) do
-    local rec = current_lease(token, now)
+    keys[i], qids[i] = lease_key(token)
+    if qids[i] and not (unread and qstate_if_any(qids[i])) then qids[i] = nil end
+  end
+  for i, key in ipairs(keys) do
+    local qid = nil
     out[i] = 0
-    if rec then
-      local qid = parse_lease(rec)
-      redis.call('HDEL', K_LEASES, token)
-      redis.call('ZREM', K_LEXP, token)
+    if qids[i] then
+      if redis.call('HDEL', K_LEASES, key) == 1 then qid = qids[i] end
+    else
+      local rec = current_lease(key, now)
+      if rec then
+        qid = parse_lease(rec)
+        redis.call('HDEL', K_LEASES, key)
+      end
+    end
+    if qid then
+      redis.call('ZREM', K_LEXP, key)
       if not per_queue[qid] then
         per_queue[qid] = 0
         order[#order + 1] = qid

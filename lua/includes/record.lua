@@ -60,6 +60,13 @@ local function qstate(qid)
   return QCACHE[qid] or qparse(qid, redis.call('HGET', K_QUEUES, qid))
 end
 
+-- The record, or nil when the queue id has none.
+local function qstate_if_any(qid)
+  if QCACHE[qid] then return QCACHE[qid] end
+  local rec = redis.call('HGET', K_QUEUES, qid)
+  return rec and qparse(qid, rec) or nil
+end
+
 local function qdirty(qid, st)
   QCACHE[qid] = st
   QDIRTY[qid] = true

@@ -33,6 +33,27 @@ describe('leases', () => {
     assert.deepEqual([s.queued, s.leased, s.done, s.drained], [0, 0, 1, true]);
   });
 
+  it('a token carries its queue id, so a commit ends a current lease unread; a bare key, a wrong id or a bad one are handled', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['one', 'two', 'three']);
+    const [l1, l2, l3] = [await must(q.dequeue(arena)), await must(q.dequeue(arena)), await must(q.dequeue(arena))];
+    assert.match(l1.token, /^[\w-]+\.1:1$/);
+    const stat = async (cmd: string): Promise<number> => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const hgets = await stat('hget');
+    assert.equal(await q.commit(l1), 'ok');
+    // The queue's record only: the lease's own was not read.
+    assert.equal((await stat('hget')) - hgets, 1);
+    // A bare key (a token from before ids rode in it) still commits; a wrong id is taken the long way.
+    assert.equal(await q.commit({ ...l2, token: l2.token.split(':')[0] as string }), 'ok');
+    assert.equal(await q.commit({ ...l3, token: `${l3.token.split(':')[0] as string}:999` }), 'ok');
+    await assert.rejects(q.commit({ ...l3, token: 'x.1:not-an-id' }), { code: 'WEIR_BAD_ARGS' });
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased, s.done], [0, 0, 3]);
+    assert.deepEqual((await q.allQueueStats(arena)).map((r) => [r.name, r.leased, r.done]), [['a', 0, 3]]);
+  });
+
   it('an expired lease comes back at the head of its queue once, counting an attempt; its late commit is stale', async () => {
     const q = fx.queue();
     const arena = freshArena();

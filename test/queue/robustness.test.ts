@@ -196,8 +196,9 @@ describe('replayed calls', () => {
     const keys = arenaKeys('weir', arena);
     const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, ''])) as unknown[][];
     const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, ''])) as unknown[][];
-    assert.deepEqual(first.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
-    assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1', 'one'], ['replay-token-base.2', 'two']]);
+    // (A token: the lease's key, a colon, its queue's id.)
+    assert.deepEqual(first.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
+    assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
     const s = await q.stats(arena);
     assert.deepEqual([s.queued, s.leased], [1, 2], 'nothing served twice');
   });
