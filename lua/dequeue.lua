@@ -19,10 +19,10 @@
   ARGV[8..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
            with one URL ends its lease and asks for the next in one call
 
-  Steps, all on Redis time: replay (a resent call gets its own leases back),
-  commit the tokens given, reap expired leases, promote due retries, promote
-  due queues, serve one item per turn of the round-robin, and reply (with a
-  promise).
+  Steps, all on Redis time: reap expired leases, commit the tokens given,
+  replay (a resent call gets its own leases back; only a call none of
+  whose commits took can be one), promote due retries, promote due queues,
+  serve one item per turn of the round-robin, and reply (with a promise).
   A served queue goes back to the tail of the round-robin, or to `sched` at
   its next allowed time, so a batch is as fair and as polite as single calls.
 
@@ -352,16 +352,23 @@ local function serve(now, horizon)
   return leases
 end
 
-local again = replay()
-if again then
-  again[1][4] = string.rep('1', #commits)
-  return again
-end
-
 local now = now_us()
 -- (Reaped first: then most commits need not read their leases.)
 reap_expired(now, REAP_BATCH)
 local committed, freed = commit_leases(commits, now)
+-- A call resent after a lost reply finds its commits done already (by the
+-- call it repeats): only a call none of whose commits took can be one, so
+-- only such a call looks.
+local any_committed = false
+for _, c in ipairs(committed) do
+  if c == 1 then any_committed = true end
+end
+local again = not any_committed and replay()
+if again then
+  again[1][4] = string.rep('1', #commits)
+  flush()
+  return again
+end
 local horizon = now + ahead
 promote_due_retries(now)
 promote_due_queues(horizon)

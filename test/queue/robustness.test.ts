@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { FairQueue, arenaKeys } from '../../src/queue/index.js';
+import { decodeDequeue } from '../../src/queue/replies.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { freshArena, sleep, useRedis } from '../helpers/fixture.js';
 
@@ -201,6 +202,17 @@ describe('replayed calls', () => {
     assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
     const s = await q.stats(arena);
     assert.deepEqual([s.queued, s.leased], [1, 2], 'nothing served twice');
+    // A resent commit-and-take: its commit counted once, its lease given back, nothing served twice.
+    const token = String(first[1]?.[0]);
+    const take = (): Promise<unknown> => runner.run('dequeue', keys, ['replay-token-next', 60000, '0', 1, '', 0, '', token]);
+    const once = decodeDequeue(await take());
+    const twice = decodeDequeue(await take());
+    assert.deepEqual(once.committed, ['ok']);
+    assert.deepEqual(twice.committed, ['ok']);
+    assert.deepEqual(twice.leases.map((l) => [l.token, l.item]), once.leases.map((l) => [l.token, l.item]));
+    assert.deepEqual(once.leases.map((l) => l.item), ['three']);
+    const after = await q.stats(arena);
+    assert.deepEqual([after.queued, after.leased, after.done], [0, 2, 1]);
   });
 });
 
