@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import { addTo, type FieldAdds } from './add-fields.js';
 import type { CrawlKeys } from './keys.js';
 import type { TallyName } from './tally.js';
 
@@ -48,16 +49,23 @@ export class HistoryWriter {
     if (name === 'pages') fields.set(ARENA_FIELD, (fields.get(ARENA_FIELD) ?? 0) + n);
   }
 
-  /** Adds this flush's history writes and the worker's heartbeat to `p`. */
-  write(p: ChainableCommander): void {
-    const now = this.now();
+  /** Moves this flush's history counts into `adds`; returns each bucket's key and expiry, for `heartbeat` once the counts are written. */
+  takeCounts(adds: FieldAdds): [string, number][] {
     const ttlMs = HISTORY.bucketMs * (HISTORY.buckets + 1);
+    const expiries: [string, number][] = [];
     for (const [bucket, fields] of this.pending) {
       const key = this.keys.history(bucket);
-      for (const [field, n] of fields) p.hincrby(key, field, n);
-      p.pexpireat(key, (bucket + 1) * HISTORY.bucketMs + ttlMs);
+      for (const [field, n] of fields) addTo(adds, key, field, n);
+      expiries.push([key, (bucket + 1) * HISTORY.bucketMs + ttlMs]);
     }
     this.pending = new Map();
+    return expiries;
+  }
+
+  /** Adds the buckets' expiries (after their counts: an expiry set on a bucket not written yet is lost) and the worker's heartbeat to `p`. */
+  heartbeat(p: ChainableCommander, expiries: [string, number][]): void {
+    const now = this.now();
+    for (const [key, at] of expiries) p.pexpireat(key, at);
     p.zadd(this.keys.workers, Math.round(now), this.workerId);
     // Kept after the worker ends: URLs its filter dropped stay dropped, so status takes the largest.
     p.hset(this.keys.localFp, this.workerId, this.localFalsePositiveRate().toExponential(3));

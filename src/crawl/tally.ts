@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { addFields, type FieldAdds } from './add-fields.js';
 import type { HistoryWriter } from './history.js';
 import type { CrawlMetrics } from './metrics.js';
 
@@ -90,15 +91,16 @@ export class Tally {
 
   /**
    * Writes what was counted since the last flush, the history buckets and
-   * this worker's heartbeat: one pipeline.
+   * this worker's heartbeat: one pipeline, the counts in one script call.
    */
   async flush(redis: Redis | Cluster, key: string): Promise<void> {
     if (this.pending.size === 0 && !this.history) return;
-    const batch = this.pending;
+    const adds: FieldAdds = new Map([[key, this.pending]]);
     this.pending = new Map();
     const p = redis.pipeline();
-    for (const [field, n] of batch) p.hincrby(key, field, n);
-    this.history?.write(p);
+    const expiries = this.history?.takeCounts(adds) ?? [];
+    addFields(p, adds);
+    this.history?.heartbeat(p, expiries);
     await p.exec();
   }
 }

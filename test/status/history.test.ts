@@ -10,6 +10,28 @@ import { useRedis } from '../helpers/fixture.js';
 const fx = useRedis();
 
 describe('status history', () => {
+  it("a worker's counters: a second's worth in one script call, added to what is there (1,500 domains: more fields than one HMGET takes)", async () => {
+    const keys = crawlKeys('tallies', new FairQueue(fx.redis, {}));
+    await fx.redis.hset(keys.stats, 'd7.org:pages', '40', '*:pages', '1000');
+    const tally = new Tally();
+    for (let i = 0; i < 1500; i++) tally.add(`d${i}.org`, 'pages', i + 1);
+    tally.add('d7.org', 'bytes', 2 ** 40);
+    const calls = async (cmd: string): Promise<number> => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const [hincrby, evals] = [await calls('hincrby'), await calls('eval')];
+    await tally.flush(fx.redis, keys.stats);
+    assert.equal((await calls('hincrby')) - hincrby, 0);
+    assert.equal((await calls('eval')) - evals, 1);
+    const got = await fx.redis.hgetall(keys.stats);
+    assert.equal(got['d0.org:pages'], '1');
+    assert.equal(got['d1499.org:pages'], '1500');
+    assert.equal(got['d7.org:pages'], String(40 + 8));
+    assert.equal(got['d7.org:bytes'], String(2 ** 40));
+    assert.equal(got['*:pages'], String(1000 + (1500 * 1501) / 2));
+    // Nothing pending: the next flush writes no counts.
+    await tally.flush(fx.redis, keys.stats);
+    assert.equal((await calls('eval')) - evals, 1);
+  });
+
   it('requests per domain and the arena pages per 5 s bucket, per second, expiring after the retention; workers seen', async () => {
     const keys = crawlKeys('hist', new FairQueue(fx.redis, {}));
     const t0 = Math.floor(Number((await fx.redis.time())[0]) / 5) * 5000 - 60_000;
