@@ -89,8 +89,9 @@ local function push_tail(qid, st, item)
   local entry = struct.pack('>I4', #item) .. item
   if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
     -- Seal this chunk into `items`; the item opens the next.
-    local sealed = table.concat(tail.parts)
-    redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), sealed)
+    redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), table.concat(tail.parts))
+    -- (A chunk moved from an older layout is now sealed where it was: kept.)
+    tail.legacy = nil
     st.tc = st.tc + 1
     st.tn = 0
     st.tb = 0
@@ -104,6 +105,7 @@ local function push_tail(qid, st, item)
   qdirty(qid, st)
 end
 
+-- Puts an item back at the head with what it has been through.
 local function push_front(qid, st, item, attempts, reason)
   st.fn = st.fn + 1
   redis.call('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), struct.pack('>I4I4', attempts, #reason) .. reason .. item)

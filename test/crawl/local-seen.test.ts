@@ -12,14 +12,21 @@ import { useCrawlWorld } from '../helpers/world.js';
 
 const world = useCrawlWorld('localseen');
 
+/** A site of n pages, /p/0 .. /p/(n-1), each linking to all n, answering after `delayMs`. */
+function navSite(name: string, n: number, delayMs = 0): ReturnType<typeof world.web.site> {
+  const nav = Array.from({ length: n }, (_, i) => `<a href="/p/${i}">${i}</a>`).join(' ');
+  return world.web.site(name, { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (_req, res) => {
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html(nav));
+    }, delayMs);
+  });
+}
+
 describe('local seen filter', () => {
   it('a site whose 30 pages all link to all 30: every page fetched once, 870 of the 900 links never sent to Redis', async () => {
     const N = 30;
-    const nav = Array.from({ length: N }, (_, i) => `<a href="/p/${i}">${i}</a>`).join(' ');
-    const site = await world.web.site('N', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html(nav));
-    });
+    const site = await navSite('N', N);
     const seed = validateSeed({ arena: 'localseen', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/p/0`], allowPrivateNetworks: true, maxInFlightPerDomain: 1 });
     await kickoff(world.redis, seed);
     const summary = await runWorker(world.redis, seed, { exitWhenDone: true, concurrency: 1 });
@@ -34,14 +41,8 @@ describe('local seen filter', () => {
 
   it('pages that finish together offer the links they share once: each URL goes to Redis once per worker', async () => {
     const N = 30;
-    const nav = Array.from({ length: N }, (_, i) => `<a href="/p/${i}">${i}</a>`).join(' ');
-    const site = await world.web.site('T', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (_req, res) => {
-      // (Slow enough that 8 lanes' pages are in flight, and their links offered, together.)
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'text/html' });
-        res.end(html(nav));
-      }, 30);
-    });
+    // (Slow enough that 8 lanes' pages are in flight, and their links offered, together.)
+    const site = await navSite('T', N, 30);
     const arena = 'localseen-together';
     const seed = validateSeed({ arena, rateLimits: { [site.key]: 'unlimited' }, start: Array.from({ length: N }, (_, i) => `${site.origin}/p/${i}`), allowPrivateNetworks: true, maxInFlightPerDomain: 8 });
     await kickoff(world.redis, seed);
@@ -56,11 +57,7 @@ describe('local seen filter', () => {
 
   it('an arena whose bitmap was sized the older way keeps it: kickoff and workers use its numbers, so URLs it holds stay seen', async () => {
     const N = 10;
-    const nav = Array.from({ length: N }, (_, i) => `<a href="/p/${i}">${i}</a>`).join(' ');
-    const site = await world.web.site('L', { '/robots.txt': 'User-agent: *\nAllow: /\n' }, (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(html(nav));
-    });
+    const site = await navSite('L', N);
     const arena = 'localseen-legacy';
     const seed = validateSeed({ arena, rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/p/0`], allowPrivateNetworks: true, bloom: { expectedUrls: 10_000, falsePositiveRate: 0.000001 } });
     const legacy = legacyBloomParams(10_000, 0.000001);

@@ -110,7 +110,7 @@ describe('key-schema upgrades', () => {
     const q = fx.queue();
     const arena = freshArena();
     await q.setLimits(arena, { a: { rate: 'unlimited' }, b: { rate: 'unlimited' } });
-    // 300 items in a (sealed chunks and an open one), 3 in b (an open chunk only).
+    // 300 items in a (two sealed chunks and an open one of 44), 3 in b (an open chunk only).
     await q.enqueue(arena, 'a', Array.from({ length: 300 }, (_, i) => `a${i}`));
     await q.enqueue(arena, 'b', ['b0', 'b1', 'b2']);
     // Back to version 1's layout: each open chunk into `items` as "<qid>:<tc>".
@@ -124,8 +124,10 @@ describe('key-schema upgrades', () => {
       await fx.redis.hdel(k('queues'), `${qid}:t`);
     }
     await fx.redis.hset(k('meta'), 'v', '1');
-    // Version 2's scripts take it on: appends land after the old open chunk's items, reads see them.
+    // Version 2's scripts take it on: appends land after the old open chunk's items (in a, enough to
+    // seal it where it lies and open another), reads see them.
     await q.enqueue(arena, 'b', ['b3']);
+    await q.enqueue(arena, 'a', Array.from({ length: 200 }, (_, i) => `a${300 + i}`));
     assert.equal(await fx.redis.hget(k('meta'), 'v'), '2', 'marked: scripts of version 1 refuse it from now on');
     const got: Record<string, string[]> = { a: [], b: [] };
     for (;;) {
@@ -134,7 +136,7 @@ describe('key-schema upgrades', () => {
       got[r.lease.queue]?.push(r.lease.item);
       await q.commit(r.lease);
     }
-    assert.deepEqual(got.a, Array.from({ length: 300 }, (_, i) => `a${i}`));
+    assert.deepEqual(got.a, Array.from({ length: 500 }, (_, i) => `a${i}`));
     assert.deepEqual(got.b, ['b0', 'b1', 'b2', 'b3']);
     // Every moved chunk gone from `items`, no item left behind.
     assert.equal(await fx.redis.hlen(k('items')), 0);
