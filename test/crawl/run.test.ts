@@ -6,9 +6,11 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { pino, type Logger } from 'pino';
+import { crawlKeys } from '../../src/crawl/keys.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { runCrawl, runWorker, storedSeed } from '../../src/crawl/run.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed.js';
+import { FairQueue } from '../../src/queue/index.js';
 import { html } from '../helpers/web.js';
 import { useCrawlWorld } from '../helpers/world.js';
 
@@ -99,10 +101,18 @@ describe('robots gate', () => {
     // interval after robots.txt was answered (800 ms here).
     const firstAfterAnswer = (pages[0] ?? 0) - answeredAt;
     assert.ok(firstAfterAnswer >= 0 && firstAfterAnswer < 400, `first page ${firstAfterAnswer.toFixed(0)} ms after robots.txt answered`);
+    // A slot is lost only where a lane reached it too late to send (the
+    // pacer then hands the lease back rather than send early or crowd the
+    // next slot, and counts it: lateSlots), which a loaded machine can
+    // cause; never to the robots.txt fetch.
+    const tallies = await world.redis.hgetall(crawlKeys('robotsgate', new FairQueue(world.redis)).stats);
+    const late = Number(tallies['*:lateSlots'] ?? 0);
+    let lost = 0;
     for (let i = 1; i < pages.length; i++) {
       const gap = (pages[i] ?? 0) - (pages[i - 1] ?? 0);
       assert.ok(gap >= 1000 - 5, `gap ${gap.toFixed(1)} ms under the 1 s limit`);
-      assert.ok(gap < 1000 + 400, `gap ${gap.toFixed(1)} ms: a slot was lost`);
+      if (gap >= 1000 + 400) lost += Math.round(gap / 1000) - 1;
     }
+    assert.ok(lost <= late, `${lost} slot(s) lost, ${late} late (robotsWaits ${tallies['*:robotsWaits'] ?? 0}, released ${tallies['*:released'] ?? 0})`);
   });
 });
