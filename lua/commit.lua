@@ -12,9 +12,6 @@
 --@include "arena"
 
 if #ARGV < 1 or #ARGV > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'expected 1..' .. MAX_PER_CALL .. ' lease tokens, got ' .. #ARGV) end
-for i = 1, #ARGV do lease_key(str_arg(i, 'token', 64, false)) end
-local now = now_us()
--- (Reaped first: then most commits need not read their leases.)
-local reaped = reap_expired(now, REAP_BATCH)
-local out, woke = commit_leases(ARGV, now)
+for i = 1, #ARGV do str_arg(i, 'token', 64, false) end
+local out, woke, reaped = commit_leases(ARGV, now_us())
 return finish(woke or reaped, out)

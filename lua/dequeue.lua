@@ -69,7 +69,7 @@
 --@include "arena"
 
 -- Bounds on the upkeep one call does, so no call can block Redis for long
--- (and REAP_BATCH: leases.lua).
+-- (and leases.lua's REAP_BATCH).
 local PROMOTE_BATCH = 100
 -- Turns a call may spend on queues that turn out not to be servable.
 local POP_TRIES = 16
@@ -93,10 +93,7 @@ if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_A
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 local want_ready = ARGV[7] == '1'
 local commits = {}
-for i = 8, #ARGV do
-  commits[#commits + 1] = str_arg(i, 'token', 64, false)
-  lease_key(commits[#commits])
-end
+for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
@@ -114,9 +111,9 @@ end
 -- does after a reconnect): the leases this token base was given and still
 -- holds, instead of serving more; nil when the base is new. Their serve time
 -- is given as now, which only makes a caller that keeps spacing from it wait longer.
-local function replay()
+local function replay(now)
   if redis.call('HEXISTS', K_LEASES, base .. '.1') == 0 then return nil end
-  local now_s = fmt(now_us())
+  local now_s = fmt(now)
   local again = { { 0, '', now_s, '', -1 } }
   for i = 1, count do
     local key = base .. '.' .. i
@@ -353,8 +350,7 @@ local function serve(now, horizon)
 end
 
 local now = now_us()
--- (Reaped first: then most commits need not read their leases.)
-reap_expired(now, REAP_BATCH)
+-- (Expired leases are reaped there, first: what they make ready this call serves.)
 local committed, freed = commit_leases(commits, now)
 -- A call resent after a lost reply finds its commits done already (by the
 -- call it repeats): only a call none of whose commits took can be one, so
@@ -363,7 +359,7 @@ local any_committed = false
 for _, c in ipairs(committed) do
   if c == 1 then any_committed = true end
 end
-local again = not any_committed and replay()
+local again = not any_committed and replay(now)
 if again then
   again[1][4] = string.rep('1', #commits)
   flush()

@@ -133,19 +133,22 @@ end
 -- token 1 (committed) or 0 (stale: expired, or ended by another call; an
 -- expired lease that had not gone back yet goes back now, exactly once).
 -- Per-queue counts change once per queue, not once per lease. Returns the
--- list of results and whether a queue left its in-flight cap (signal).
+-- list of results, whether a queue left its in-flight cap (signal), and
+-- whether reaping made work ready.
 --
--- The caller reaps expired leases first (reap_expired): when that left
--- none whose expiry has passed, a lease whose record is still there is
--- current, so a token with its queue id is ended by deleting its record,
--- unread. (A token whose id names no queue is looked up the long way.)
+-- Expired leases are reaped first (reap_expired): when that leaves none
+-- whose expiry has passed, a lease whose record is still there is current,
+-- so a token with its queue id is ended by deleting its record, unread. (A
+-- token whose id names no queue is looked up the long way.) Every token is
+-- checked before anything is written.
 local function commit_leases(tokens, now)
   local out, per_queue, order = {}, {}, {}
   local done = 0
-  local unread = not bound_passed('reapat', now)
   local keys, qids = {}, {}
-  for i, token in ipairs(tokens) do
-    keys[i], qids[i] = lease_key(token)
+  for i, token in ipairs(tokens) do keys[i], qids[i] = lease_key(token) end
+  local reaped = reap_expired(now, REAP_BATCH)
+  local unread = not bound_passed('reapat', now)
+  for i = 1, #keys do
     if qids[i] and not (unread and qstate_if_any(qids[i])) then qids[i] = nil end
   end
   for i, key in ipairs(keys) do
@@ -185,5 +188,5 @@ local function commit_leases(tokens, now)
     mincr('leased', -done)
     mincr('done', done)
   end
-  return out, woke
+  return out, woke, reaped
 end

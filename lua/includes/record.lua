@@ -46,7 +46,7 @@ local function qnew(name)
   return qrecord(name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 end
 
--- A record read from `queues` into the cache.
+-- A record read from `queues` into the cache (none: an error naming the id).
 local function qparse(qid, rec)
   if not rec then
     raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
@@ -56,15 +56,15 @@ local function qparse(qid, rec)
   return st
 end
 
-local function qstate(qid)
-  return QCACHE[qid] or qparse(qid, redis.call('HGET', K_QUEUES, qid))
-end
-
 -- The record, or nil when the queue id has none.
 local function qstate_if_any(qid)
   if QCACHE[qid] then return QCACHE[qid] end
   local rec = redis.call('HGET', K_QUEUES, qid)
   return rec and qparse(qid, rec) or nil
+end
+
+local function qstate(qid)
+  return qstate_if_any(qid) or qparse(qid, nil)
 end
 
 local function qdirty(qid, st)

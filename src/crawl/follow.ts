@@ -35,7 +35,7 @@ export interface FollowedPage {
  */
 export class LinkFollower {
   /** The arena's bitmap as configured (read once: kickoff may have kept an older sizing), else the seed's. */
-  private bloom: Promise<BloomParams> | undefined;
+  private bitmap: Promise<BloomParams> | undefined;
 
   constructor(
     private readonly queue: FairQueue,
@@ -89,16 +89,13 @@ export class LinkFollower {
     const offered = [...byDomain.values()].flatMap((items) => items.map((i) => i.u));
     // Offered from now: another page of this worker that links them meanwhile leaves them to this call.
     this.localSeen.offering(offered);
-    let answered = false;
-    let result: { candidates: number; enqueued: number };
-    try {
-      result = await this.enqueueGrouped(byDomain);
-      answered = true;
-    } finally {
-      // Remembered only once Redis has answered for them: a failed call leaves them to be offered again.
-      this.localSeen.settle(offered, answered);
-    }
-    const { candidates, enqueued } = result;
+    // Remembered only once Redis has answered for them: a failed call leaves them to be offered again.
+    const result = this.enqueueGrouped(byDomain);
+    result.then(
+      () => this.localSeen.settle(offered, true),
+      () => this.localSeen.settle(offered, false),
+    );
+    const { candidates, enqueued } = await result;
     return {
       links: seen.size,
       enqueued,
@@ -167,16 +164,19 @@ export class LinkFollower {
     return { candidates: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };
   }
 
-  private bloomParams(): Promise<BloomParams> {
-    const { expectedUrls, falsePositiveRate } = this.seed.bloom;
-    this.bloom ??= this.queue.dedupeConfig(this.seed.arena).then((c) => c ?? bloomParams(expectedUrls, falsePositiveRate));
-    // (A failed read is not kept: the next enqueue asks again.)
-    this.bloom.catch(() => (this.bloom = undefined));
-    return this.bloom;
+  private arenaBitmap(): Promise<BloomParams> {
+    if (!this.bitmap) {
+      const { expectedUrls, falsePositiveRate } = this.seed.bloom;
+      const read = this.queue.dedupeConfig(this.seed.arena).then((c) => c ?? bloomParams(expectedUrls, falsePositiveRate));
+      // (A failed read is not kept: the next enqueue asks again.)
+      read.catch(() => (this.bitmap = undefined));
+      this.bitmap = read;
+    }
+    return this.bitmap;
   }
 
   private async enqueue(domain: string, items: CrawlItem[]): Promise<number> {
-    const bloom = await this.bloomParams();
+    const bloom = await this.arenaBitmap();
     return this.queue.enqueue(this.seed.arena, domain, items.map(encodeItem), { dedupe: items.map((i) => bloomPositions(i.u, bloom)) });
   }
 }
