@@ -47,7 +47,7 @@ function report(out: Out, name: string, pages: number, cost: { cpu: number; call
   const total = totalCalls(cost.calls);
   const top = [...cost.calls]
     .sort((a, b) => b[1] - a[1])
-    .slice(0, 8)
+    .slice(0, Number(process.env.BENCH_TOP ?? 8))
     .map(([k, v]) => `${k.toUpperCase()} ${(v / pages).toFixed(2)}`)
     .join(', ');
   out(`${name}: Redis CPU per page (ms)`, ((cost.cpu * 1000) / pages).toFixed(3), `${pages} pages; target ${target}`);

@@ -23,12 +23,16 @@ local hashes = int_arg(2, 'hashes', 1, MAX_HASHES)
 local span = bits
 if ARGV[3] then span = int_arg(3, 'span', bits, MAX_DEDUPE_BITS * MAX_SHARDS) end
 ensure_schema()
-local old = redis.call('HMGET', K_META, 'dedupeBits', 'dedupeHashes', 'dedupeSpan')
-if old[1] then
-  if tonumber(old[1]) == bits and tonumber(old[2]) == hashes and (tonumber(old[3] or old[1]) == span) then return 0 end
-  raise('WEIR_DEDUPE_MISMATCH', 'arena already has a dedupe bitmap of ' .. old[1] .. ' bits and ' .. tostring(old[2]) .. ' hashes')
+local old_bits = mget('dedupeBits')
+if old_bits then
+  local old_hashes = mget('dedupeHashes')
+  if tonumber(old_bits) == bits and tonumber(old_hashes) == hashes and (tonumber(mget('dedupeSpan') or old_bits) == span) then return 0 end
+  raise('WEIR_DEDUPE_MISMATCH', 'arena already has a dedupe bitmap of ' .. old_bits .. ' bits and ' .. tostring(old_hashes) .. ' hashes')
 end
-redis.call('HSET', K_META, 'v', SCHEMA_VERSION, 'dedupeBits', fmt(bits), 'dedupeHashes', hashes, 'dedupeSet', 0)
-if span ~= bits then redis.call('HSET', K_META, 'dedupeSpan', fmt(span)) end
+mset('dedupeBits', fmt(bits))
+mset('dedupeHashes', fmt(hashes))
+mset('dedupeSet', '0')
+if span ~= bits then mset('dedupeSpan', fmt(span)) end
+flush()
 redis.call('SETBIT', K_DEDUPE, fmt(bits - 1), 0)
 return 1

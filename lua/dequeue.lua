@@ -97,6 +97,9 @@ for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
+-- The queues this call knows it will touch come with the meta fields.
+prefetch_leases(commits)
+if promised ~= '' then prefetch(promised) end
 ensure_schema()
 
 -- (capped: the queue is left at its in-flight cap with items waiting, so
@@ -112,12 +115,12 @@ end
 -- holds, instead of serving more; nil when the base is new. Their serve time
 -- is given as now, which only makes a caller that keeps spacing from it wait longer.
 local function replay(now)
-  if redis.call('HEXISTS', K_LEASES, base .. '.1') == 0 then return nil end
+  if not lease_get(base .. '.1') then return nil end
   local now_s = fmt(now)
   local again = { { 0, '', now_s, '', -1 } }
   for i = 1, count do
     local key = base .. '.' .. i
-    local rec = redis.call('HGET', K_LEASES, key)
+    local rec = lease_get(key)
     if rec then
       local qid, attempt, item, exp = parse_lease(rec)
       again[#again + 1] = lease_reply(key, qid, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
@@ -311,7 +314,7 @@ local function serve(now, horizon)
       if item then
         st.l = st.l + 1
         local key = base .. '.' .. (#leases + 1)
-        redis.call('HSET', K_LEASES, key, lease_record(qid, attempts + 1, expires_s, item))
+        defer_hset(key, lease_record(qid, attempts + 1, expires_s, item))
         lease_expiry(key, expires)
         advance(st, served)
         leases[#leases + 1] = lease_reply(key, qid, st, item, attempts + 1, expires_ms, fmt(served))

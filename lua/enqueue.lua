@@ -30,19 +30,28 @@ if #ARGV < 5 then raise('WEIR_BAD_ARGS', 'usage: shards k g (queue n)... items..
 local k = int_arg(2, 'k', 0, MAX_HASHES)
 local g = int_arg(3, 'g', 1, MAX_PER_CALL)
 if #ARGV < 3 + 2 * g then raise('WEIR_BAD_ARGS', 'expected ' .. g .. ' (queue n) pairs') end
-ensure_schema()
-check_shards(1)
 
--- The queues and their item counts, all checked before anything is written.
+-- The queues and their item counts, all checked before anything is written;
+-- their ids in one read, their records with the meta fields (prefetch).
 local groups = {}
+local names = {}
 local n = 0
 for i = 1, g do
-  local name = str_arg(2 + 2 * i, 'queue name', MAX_NAME_BYTES, false)
-  local count = int_arg(3 + 2 * i, 'n', 1, MAX_PER_CALL)
-  local qid = qid_of(name)
-  if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' has no limits set; call setLimits first') end
-  groups[i] = { qid = qid, n = count }
-  n = n + count
+  names[i] = str_arg(2 + 2 * i, 'queue name', MAX_NAME_BYTES, false)
+  groups[i] = { n = int_arg(3 + 2 * i, 'n', 1, MAX_PER_CALL) }
+  n = n + groups[i].n
+end
+local qids = redis.call('HMGET', K_QIDS, unpack(names))
+for i = 1, g do
+  if qids[i] then prefetch(qids[i]) end
+end
+ensure_schema()
+-- (Before a queue is found unknown: a caller with a stale shard count is
+-- told so, and re-reads, rather than told the queue is not here.)
+check_shards(1)
+for i = 1, g do
+  if not qids[i] then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
+  groups[i].qid = qids[i]
 end
 if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. ' items in one call') end
 local first_item = 4 + 2 * g

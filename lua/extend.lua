@@ -23,6 +23,6 @@ end
 local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
 lease_expiry(key, expires)
-redis.call('HSET', K_LEASES, key, lease_record(qid, attempt, fmt(expires), item))
+lease_put(key, lease_record(qid, attempt, fmt(expires), item))
 flush()
 return fmt(math.floor(expires / 1000))

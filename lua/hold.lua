@@ -18,11 +18,12 @@ local name = str_arg(2, 'queue name', MAX_NAME_BYTES, true)
 local hold = ARGV[1] == '1'
 local now = now_us()
 if name == '' then
-  redis.call('HSET', K_META, 'v', SCHEMA_VERSION)
   if hold then
-    redis.call('HSET', K_META, 'held', '1')
+    mset('held', '1')
+    flush()
   else
-    redis.call('HDEL', K_META, 'held')
+    if mget('held') then mdel('held') end
+    flush()
     signal()
   end
   return 1

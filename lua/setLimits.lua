@@ -42,8 +42,7 @@ for i = 0, n - 1 do
   specs[#specs + 1] = { name, rate_s, iv, cap }
 end
 
-redis.call('HSET', K_META, 'v', SCHEMA_VERSION)
-if max_att then redis.call('HSET', K_META, 'maxAttempts', max_att) end
+if max_att then mset('maxAttempts', fmt(max_att)) end
 local now = now_us()
 local created = 0
 local woke = false
@@ -69,7 +68,7 @@ for _, s in ipairs(specs) do
   st.iv = new_iv
   st.cap = s[4]
   qdirty(qid, st)
-  redis.call('HSET', K_QUEUES, qid .. ':rate', s[2])
+  defer_hset(qid .. ':rate', s[2])
   if activate(qid, now) then woke = true end
 end
 flush()

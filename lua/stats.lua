@@ -19,18 +19,19 @@ argc(2, 'cursor count')
 local cursor = int_arg(1, 'cursor', 1, MAX_OFFSET)
 local count = int_arg(2, 'count', 0, MAX_STATS_PAGE)
 local now = now_us()
-local m = redis.call('HMGET', K_META, 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired')
 local totals = {}
-for i = 1, 13 do totals[i] = m[i] or '' end
+for i, f in ipairs({ 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired' }) do
+  totals[i] = mget(f) or ''
+end
 if totals[9] == '' then totals[9] = tostring(DEFAULT_MAX_ATTEMPTS) end
-local last = tonumber(m[7] or '0')
+local last = tonumber(totals[7] == '' and '0' or totals[7])
 local rows = {}
 local qid = cursor
 while qid <= last and #rows < count do
   local s = tostring(qid)
   local st = qstate(s)
   rows[#rows + 1] = {
-    st.name, redis.call('HGET', K_QUEUES, s .. ':rate') or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
+    st.name, redis.call('HGET', K_STATE, s .. ':rate') or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
     fmt(st.done), fmt(st.dead), fmt(math.floor(math.max(st.nx, st.p) / 1000)), fmt(math.floor(st.p / 1000)), fmt(st.hold),
   }
   qid = qid + 1

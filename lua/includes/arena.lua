@@ -9,17 +9,25 @@
 -- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).
 local function begin_call()
   bind_keys(KEYS)
-  META, MDIRTY = nil, {}
+  META, MDIRTY, UNMARKED = nil, {}, false
+  PREFETCH, PREFETCHED, DEFERRED = {}, {}, {}
   QCACHE, QDIRTY = {}, {}
   HEADC, TAILC = {}, {}
 end
 
--- Writes back what this call changed in memory: open tail chunks, queue
--- records and meta fields. A script that changed any of them calls this (or
--- finish) before it returns; read-only scripts need not.
+-- Writes back what this call changed in memory, all fields of the state
+-- hash, with one HSET (in slices well inside unpack's limit: a call may
+-- touch 1,000 queues): open tail chunks, new leases, queue records and meta
+-- fields. A script that changed any of them calls this (or finish) before
+-- it returns; read-only scripts need not.
 local function flush()
-  flush_records(flush_items())
-  flush_meta()
+  local args = flush_items()
+  for i = 1, #DEFERRED do args[#args + 1] = DEFERRED[i] end
+  DEFERRED = {}
+  flush_meta(records_args(args))
+  for i = 1, #args, 2000 do
+    redis.call('HSET', K_STATE, unpack(args, i, math.min(i + 1999, #args)))
+  end
 end
 
 -- The end of a writing script: everything written back, one idle worker

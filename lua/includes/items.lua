@@ -2,9 +2,9 @@
   Item storage. A queue is its front stack, then its chunks, oldest first:
   - chunks n = hc..tc: items appended at the tail, each as a 4-byte
     big-endian length and the bytes, packed up to CHUNK_BYTES per chunk.
-    The open chunk (n = tc) is field "<qid>:t" of `queues`, beside the
-    queue's record, so a call reads and writes both with one command each
-    (qfetch, flush_records); once full it is sealed into `items` as
+    The open chunk (n = tc) is field "<qid>:t" of the state hash, beside
+    the queue's record, so a call reads and writes both with one command
+    each (qfetch, arena.lua flush); once full it is sealed into `items` as
     "<qid>:<n>". A dequeue reads at the head chunk's offset `ho` without
     rewriting it; a sealed chunk is deleted once read through, the open one
     emptied. Packing keeps Redis's per-entry overhead (~60 bytes for a hash
@@ -54,24 +54,27 @@ end
 local function qfetch(qid)
   local st = QCACHE[qid]
   if st then return st end
-  local v = redis.call('HMGET', K_QUEUES, qid, tail_field(qid))
+  local v = PREFETCHED[qid]
+  if v then v = { v.rec, v.tail } else v = redis.call('HMGET', K_STATE, qid, tail_field(qid)) end
   st = qparse(qid, v[1])
   tail_read(qid, st, v[2])
   return st
 end
 
 local function open_tail(qid, st)
-  return TAILC[qid] or tail_read(qid, st, redis.call('HGET', K_QUEUES, tail_field(qid)))
+  if TAILC[qid] then return TAILC[qid] end
+  local pre = PREFETCHED[qid]
+  if pre then return tail_read(qid, st, pre.tail) end
+  return tail_read(qid, st, redis.call('HGET', K_STATE, tail_field(qid)))
 end
 
--- The open chunks changed in this call, as field/value pairs for
--- flush_records' HSET; chunks moved from an older layout are deleted there.
+-- The open chunks changed in this call, as field/value pairs for the
+-- call's HSET (arena.lua flush); chunks moved from an older layout are
+-- deleted there.
 local function flush_items()
   local out = {}
   for qid, tail in pairs(TAILC) do
     if tail.dirty then
-      -- Scripts of key-schema 1 would look for the open chunk in `items`: they are refused from now on.
-      if mget('v') ~= SCHEMA_VERSION then mset('v', SCHEMA_VERSION) end
       out[#out + 1] = tail_field(qid)
       out[#out + 1] = table.concat(tail.parts)
       if tail.legacy then redis.call('HDEL', K_ITEMS, tail.legacy) end

@@ -8,19 +8,31 @@
   `{arena~i}` (or `{arena~i~n}`) for the others; "the arena" below is the
   shard's part of it:
 
-    KEYS[1]  meta      hash    arena counters and settings (below)
-    KEYS[2]  queues    hash    per-queue record, field "<qid>" (record.lua); "<qid>:rate" the rate as configured
+    KEYS[1]  meta      hash    key-schema 1 and 2 kept the meta fields here; now
+                               only v = 3 (older scripts refuse the arena)
+    KEYS[2]  queues    hash    the shard's state (K_STATE): its meta fields
+                               (below), each queue's record "<qid>"
+                               (record.lua), its rate as configured
+                               "<qid>:rate" and its open chunk "<qid>:t"
+                               (items.lua), and the leases, "<base>.<i>" ->
+                               "<qid>:<attempt>:<expiry µs>:<item>" (leases.lua)
     KEYS[3]  qids      hash    queue name -> qid
-    KEYS[4]  items     hash    a queue's items: chunks "<qid>:<n>" and front entries "<qid>:f<k>" (items.lua)
+    KEYS[4]  items     hash    a queue's sealed chunks "<qid>:<n>" and front entries "<qid>:f<k>" (items.lua)
     KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin order
     KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
-    KEYS[7]  leases    hash    token -> "<qid>:<attempt>:<expiry µs>:<item>" (leases.lua)
-    KEYS[8]  lexp      zset    token -> µs when the lease expires
+    KEYS[7]  leases    hash    key-schema 2's leases, until the last of them ends
+    KEYS[8]  lexp      zset    lease key -> µs when the lease expires
     KEYS[9]  delayed   zset    token -> µs when a retried item is due
     KEYS[10] delaydata hash    token -> "<qid>:<attempts>:<reasonlen>:<reason><item>"
     KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}
     KEYS[12] wake      list    at most one token: "there may be work now"
     KEYS[13] dedupe    string  the dedupe bitmap
+
+  Why one hash for the state: a call reads the meta fields and the records
+  of the queues it already knows (a commit's, a promise's) with one HMGET,
+  and writes every field it changed (counters, records, open chunks, new
+  leases) with one HSET. The field names cannot collide: meta fields are
+  words, records digits, and only a lease key has a '.' in it.
 
   meta fields: v (key-schema version), qseq (last qid), turn (round-robin
   counter), queued, leased, delayed, done, dead, expired (leases that
@@ -29,7 +41,8 @@
   positions are given in, when this shard holds a part of it: position p is
   bit p mod dedupeBits here), dedupeSet (bits of the bitmap set, counted as
   they are set), shards (the arena's shard count, when it has a layout:
-  src/queue/shards.ts), reapat, delayat, schedat (lower bounds: meta.lua).
+  src/queue/shards.ts), reapat, delayat, schedat (lower bounds: meta.lua),
+  oldleases ('1' while key-schema 2's leases hash may hold leases).
 
   Time is Redis TIME in integer microseconds (exact in a Lua double until
   2255). Numbers are written with string.format('%.0f'), never tostring,
@@ -37,19 +50,22 @@
 ]]
 
 -- This call's keys, bound by begin_call (arena.lua) before anything else runs.
-local K_META, K_QUEUES, K_QIDS, K_ITEMS, K_READY, K_SCHED, K_LEASES, K_LEXP
+local K_STATE, K_QIDS, K_ITEMS, K_READY, K_SCHED, K_LEXP
 local K_DELAYED, K_DELAYDATA, K_DEAD, K_WAKE, K_DEDUPE
+-- (Read only to take an older arena on: meta.lua, leases.lua.)
+local K_OLD_META, K_OLD_LEASES
 
--- 2: a queue's open chunk is a field of `queues` (items.lua); an arena of
--- version 1 is upgraded as it is written (meta.lua ensure_schema).
-local SCHEMA_VERSION = '2'
+-- 3: meta fields and leases are fields of the state hash. 2: a queue's open
+-- chunk moved beside its record (items.lua). An arena of version 1 or 2 is
+-- taken on as it is used (meta.lua adopt_older_meta).
+local SCHEMA_VERSION = '3'
 
 local function bind_keys(keys)
   if #keys ~= 13 then
     error({ err = 'WEIR_BAD_ARGS expected the 13-key arena block, got ' .. #keys })
   end
-  K_META, K_QUEUES, K_QIDS, K_ITEMS = keys[1], keys[2], keys[3], keys[4]
-  K_READY, K_SCHED, K_LEASES, K_LEXP = keys[5], keys[6], keys[7], keys[8]
+  K_OLD_META, K_STATE, K_QIDS, K_ITEMS = keys[1], keys[2], keys[3], keys[4]
+  K_READY, K_SCHED, K_OLD_LEASES, K_LEXP = keys[5], keys[6], keys[7], keys[8]
   K_DELAYED, K_DELAYDATA, K_DEAD = keys[9], keys[10], keys[11]
   K_WAKE, K_DEDUPE = keys[12], keys[13]
 end

@@ -1,12 +1,49 @@
 --[[
-  Leases: a lease record is "<qid>:<attempt>:<expiry µs>:<item>" in `leases`
-  (the expiry kept in the record too, besides `lexp`, which orders expiries,
-  so ending a lease reads one field). Where an item goes when a lease ends
+  Leases: a lease record is "<qid>:<attempt>:<expiry µs>:<item>", field
+  "<base>.<i>" (the lease key) of the state hash, written with the call's
+  HSET (the expiry kept in the record too, besides `lexp`, which orders
+  expiries, so ending a lease reads one field). Leases handed out by
+  key-schema 2 are in the `leases` hash until each ends: looked for there
+  too while meta 'oldleases' says there may be some. Where an item goes when a lease ends
   without a commit: back to the head, to `delayed` for a retry, or to the
   dead letter when its attempts have run out.
 ]]
 --@include "items"
 --@include "schedule"
+
+-- Whether key-schema 2's leases hash may still hold leases; when a look
+-- there finds the hash gone, the flag goes.
+local function old_leases()
+  return mget('oldleases') == '1'
+end
+
+local function old_leases_gone()
+  if redis.call('EXISTS', K_OLD_LEASES) == 0 then mset('oldleases', '0') end
+end
+
+-- A lease's record, wherever it is.
+local function lease_get(key)
+  local rec = redis.call('HGET', K_STATE, key)
+  if rec or not old_leases() then return rec end
+  rec = redis.call('HGET', K_OLD_LEASES, key)
+  if not rec then old_leases_gone() end
+  return rec
+end
+
+-- A lease's record written (moved out of the old hash if it was there).
+local function lease_put(key, rec)
+  defer_hset(key, rec)
+  if old_leases() then redis.call('HDEL', K_OLD_LEASES, key) end
+end
+
+-- A lease's record deleted: whether it was there.
+local function lease_del(key)
+  if redis.call('HDEL', K_STATE, key) == 1 then return true end
+  if not old_leases() then return false end
+  local was = redis.call('HDEL', K_OLD_LEASES, key) == 1
+  old_leases_gone()
+  return was
+end
 
 -- A lease's expiry into `lexp`, the bound kept (meta.lua).
 local function lease_expiry(token, expires)
@@ -55,7 +92,7 @@ end
 
 -- Ends a lease record (the caller decides where the item goes).
 local function drop_lease(token, qid)
-  redis.call('HDEL', K_LEASES, token)
+  lease_del(token)
   redis.call('ZREM', K_LEXP, token)
   local st = qstate(qid)
   st.l = st.l - 1
@@ -81,7 +118,7 @@ local function reap_expired(now, limit)
   local woke = false
   local expired = redis.call('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, limit)
   for _, token in ipairs(expired) do
-    local rec = redis.call('HGET', K_LEASES, token)
+    local rec = lease_get(token)
     if rec then
       if expire_lease(token, rec, now) then woke = true end
     else
@@ -104,12 +141,20 @@ local function lease_key(token)
   return string.sub(token, 1, at - 1), qid
 end
 
+-- The queues of leases about to be committed, read with the meta fields.
+local function prefetch_leases(tokens)
+  for _, token in ipairs(tokens) do
+    local _, qid = lease_key(token)
+    if qid then prefetch(qid) end
+  end
+end
+
 -- Looks a lease up for commit/extend/release/retry/fail by its key. A lease
 -- is current while its record exists and its expiry has not passed; an
 -- expired one is expired here and then (so it goes back exactly once) and
 -- reported stale.
 local function current_lease(key, now)
-  local rec = redis.call('HGET', K_LEASES, key)
+  local rec = lease_get(key)
   if not rec then return nil end
   local _, _, _, exp = parse_lease(rec)
   if exp <= now then
@@ -155,12 +200,12 @@ local function commit_leases(tokens, now)
     local qid = nil
     out[i] = 0
     if qids[i] then
-      if redis.call('HDEL', K_LEASES, key) == 1 then qid = qids[i] end
+      if lease_del(key) then qid = qids[i] end
     else
       local rec = current_lease(key, now)
       if rec then
         qid = parse_lease(rec)
-        redis.call('HDEL', K_LEASES, key)
+        lease_del(key)
       end
     end
     if qid then

@@ -1,8 +1,9 @@
 --[[
-  The per-queue record: field "<qid>" of `queues` is struct.pack('<d' x 18)
+  The per-queue record: field "<qid>" of the state hash is struct.pack('<d' x 18)
   of the numbers below, followed by the queue's name. It is read once per
-  call into a cache, changed in place, and written back once by
-  flush_records(), however many of its numbers change.
+  call into a cache (with the meta fields when the call knows the queue
+  from the start: meta.lua prefetch), changed in place, and written back
+  once by the call's HSET (records_args), however many of its numbers change.
 
     q     queued                   l     leased
     hc    head chunk number        ho    byte offset of the next item in it
@@ -59,7 +60,9 @@ end
 -- The record, or nil when the queue id has none.
 local function qstate_if_any(qid)
   if QCACHE[qid] then return QCACHE[qid] end
-  local rec = redis.call('HGET', K_QUEUES, qid)
+  local pre = PREFETCHED[qid]
+  local rec
+  if pre then rec = pre.rec else rec = redis.call('HGET', K_STATE, qid) end
   return rec and qparse(qid, rec) or nil
 end
 
@@ -72,21 +75,15 @@ local function qdirty(qid, st)
   QDIRTY[qid] = true
 end
 
--- Writes the changed records, and `extra` (field, value pairs of `queues`:
--- items.lua's open tail chunks), in one HSET.
-local function flush_records(extra)
-  local args = extra or {}
+-- The changed records as field/value pairs, appended to `args` (for the
+-- call's one HSET: arena.lua flush).
+local function records_args(args)
   for qid in pairs(QDIRTY) do
-    -- (In slices well inside unpack's limit: a call may touch 1,000 queues.)
-    if #args >= 2000 then
-      redis.call('HSET', K_QUEUES, unpack(args))
-      args = {}
-    end
     args[#args + 1] = qid
     args[#args + 1] = qpack(QCACHE[qid])
   end
-  if #args > 0 then redis.call('HSET', K_QUEUES, unpack(args)) end
   QDIRTY = {}
+  return args
 end
 
 local function qid_of(name)

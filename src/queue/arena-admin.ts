@@ -123,7 +123,7 @@ export class ArenaAdmin {
    */
   async dedupeConfig(arena: string): Promise<{ bits: number; hashes: number } | null> {
     const tag = (await this.layout(arena)).tags[0] as string;
-    const [bits, hashes, span] = await this.client.hmget(shardKey(this.prefix, tag, 'meta'), 'dedupeBits', 'dedupeHashes', 'dedupeSpan');
+    const [bits, hashes, span] = await this.metaFields(tag, 'dedupeBits', 'dedupeHashes', 'dedupeSpan');
     if (bits === null || hashes === null) return null;
     return { bits: Number(span ?? bits), hashes: Number(hashes) };
   }
@@ -137,10 +137,21 @@ export class ArenaAdmin {
     const layout = await this.layout(arena);
     return Promise.all(
       layout.tags.map(async (tag) => {
-        const [set, bits] = await this.client.hmget(shardKey(this.prefix, tag, 'meta'), 'dedupeSet', 'dedupeBits');
+        const [set, bits] = await this.metaFields(tag, 'dedupeSet', 'dedupeBits');
         return { set: set === null ? await this.client.bitcount(shardKey(this.prefix, tag, 'dedupe')) : Number(set), bits: Number(bits ?? 0) };
       }),
     );
+  }
+
+  /**
+   * Meta fields of a shard: in its state hash (`queues`, key-schema 3), or
+   * in the meta hash of an arena that key-schema 2's scripts wrote and no
+   * script of this version has touched yet (lua/includes/meta.lua).
+   */
+  private async metaFields(tag: string, ...fields: string[]): Promise<(string | null)[]> {
+    const state = await this.client.hmget(shardKey(this.prefix, tag, 'queues'), ...fields);
+    if (state.some((v) => v !== null)) return state;
+    return this.client.hmget(shardKey(this.prefix, tag, 'meta'), ...fields);
   }
 
   /** How many bits of the arena's dedupe bitmap are set (all shards). */

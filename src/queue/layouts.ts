@@ -88,12 +88,13 @@ export class Layouts {
   }
 
   /**
-   * Each shard's meta says the count, so a script never places a queue for a
+   * Each shard's meta fields (in its state hash: lua/includes/keys.lua) say
+   * the count, so a script never places a queue for a
    * caller with another (one that read no layout: the arena's queues are
    * created after this, by the same kickoff).
    */
   private async markShards(layout: ShardLayout): Promise<void> {
-    for (const tag of layout.tags) await this.client.hset(shardKey(this.prefix, tag, 'meta'), 'shards', String(layout.shards));
+    for (const tag of layout.tags) await this.client.hset(shardKey(this.prefix, tag, 'queues'), 'shards', String(layout.shards));
   }
 }
 

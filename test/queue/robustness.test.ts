@@ -99,47 +99,15 @@ describe('bad input', () => {
     const q = fx.queue();
     const arena = freshArena();
     await q.setLimits(arena, { a: { rate: 1 } });
-    await fx.redis.hset(`weir:{${arena}}:meta`, 'v', '99');
+    // The version in the state hash (key-schema 3 on)...
+    await fx.redis.hset(`weir:{${arena}}:queues`, 'v', '99');
     await assert.rejects(q.enqueue(arena, 'a', ['x']), { code: 'WEIR_SCHEMA' });
     await assert.rejects(q.dequeue(arena), { code: 'WEIR_SCHEMA' });
-  });
-});
-
-describe('key-schema upgrades', () => {
-  it("an arena of key-schema 1 (a queue's open chunk in `items`) is read, moved queue by queue, and marked 2: nothing lost, order kept", async () => {
-    const q = fx.queue();
-    const arena = freshArena();
-    await q.setLimits(arena, { a: { rate: 'unlimited' }, b: { rate: 'unlimited' } });
-    // 300 items in a (two sealed chunks and an open one of 44), 3 in b (an open chunk only).
-    await q.enqueue(arena, 'a', Array.from({ length: 300 }, (_, i) => `a${i}`));
-    await q.enqueue(arena, 'b', ['b0', 'b1', 'b2']);
-    // Back to version 1's layout: each open chunk into `items` as "<qid>:<tc>".
-    const k = (name: string): string => `weir:{${arena}}:${name}`;
-    for (const qid of ['1', '2']) {
-      const rec = (await fx.redis.hgetBuffer(k('queues'), qid)) as Buffer;
-      const tc = rec.readDoubleLE(4 * 8);
-      const open = await fx.redis.hgetBuffer(k('queues'), `${qid}:t`);
-      assert.ok(open && open.length > 0);
-      await fx.redis.hset(k('items'), `${qid}:${tc}`, open);
-      await fx.redis.hdel(k('queues'), `${qid}:t`);
-    }
-    await fx.redis.hset(k('meta'), 'v', '1');
-    // Version 2's scripts take it on: appends land after the old open chunk's items (in a, enough to
-    // seal it where it lies and open another), reads see them.
-    await q.enqueue(arena, 'b', ['b3']);
-    await q.enqueue(arena, 'a', Array.from({ length: 200 }, (_, i) => `a${300 + i}`));
-    assert.equal(await fx.redis.hget(k('meta'), 'v'), '2', 'marked: scripts of version 1 refuse it from now on');
-    const got: Record<string, string[]> = { a: [], b: [] };
-    for (;;) {
-      const r = await q.dequeue(arena);
-      if (!r.lease) break;
-      got[r.lease.queue]?.push(r.lease.item);
-      await q.commit(r.lease);
-    }
-    assert.deepEqual(got.a, Array.from({ length: 500 }, (_, i) => `a${i}`));
-    assert.deepEqual(got.b, ['b0', 'b1', 'b2', 'b3']);
-    // Every moved chunk gone from `items`, no item left behind.
-    assert.equal(await fx.redis.hlen(k('items')), 0);
+    // ... or in the meta hash, where versions before 3 kept it.
+    const older = freshArena();
+    await fx.redis.hset(`weir:{${older}}:meta`, 'v', '99');
+    await assert.rejects(q.dequeue(older), { code: 'WEIR_SCHEMA' });
+    await assert.rejects(q.stats(older), { code: 'WEIR_SCHEMA' });
   });
 });
 
