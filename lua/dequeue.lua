@@ -160,7 +160,7 @@ local function promote_due_queues(horizon)
   if not bound_passed('schedat', horizon) then return end
   local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
   if #due == 0 then return reset_bound('schedat', K_SCHED) end
-  local turn, gap = tonumber(mget('turn') or '0'), tonumber(mget('gap') or '0')
+  local turn, gap = mget('turn'), mget('gap')
   local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   local first = tonumber(head[2] or turn)
   for i, qid in ipairs(due) do
@@ -178,8 +178,8 @@ end
 local function paced(gap, last, now, served)
   -- (A clock stepped back counts as no time.)
   local g = math.max(0, math.min(now - last, 1000000)) / served
-  if last == 0 then return string.format('%.1f', g) end
-  return string.format('%.1f', gap + PACE_WEIGHT * (g - gap))
+  if last == 0 then return g end
+  return gap + PACE_WEIGHT * (g - gap)
 end
 
 -- The reply's head {waitUs, promised}: when the caller's next call may find
@@ -212,13 +212,14 @@ local function wait_reply(now, promise_ready)
   -- this call having looked behind any that had passed; a bound below its
   -- set's earliest costs one early call at most), when there are any.
   for field, count in pairs({ delayat = 'delayed', reapat = 'leased' }) do
-    local e = tonumber(mget(field) or '')
-    if e and tonumber(mget(count) or '0') > 0 and (w == nil or e < w) then w = e end
+    local e = mget(field)
+    -- (0: never set, nothing known.)
+    if e > 0 and mget(count) > 0 and (w == nil or e < w) then w = e end
   end
   -- The earliest rate slot not promised to another caller.
   -- (None to look at when the bound says `sched` is empty: meta.lua.)
   local slots = {}
-  if tonumber(mget('schedat') or '') ~= NEVER then slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES') end
+  if mget('schedat') ~= NEVER then slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES') end
   for i = 1, #slots, 2 do
     local qid, at = slots[i], tonumber(slots[i + 1])
     if w ~= nil and w <= at then break end
@@ -293,7 +294,7 @@ local last_back = nil
 local function serve(now, horizon)
   local leases = {}
   local passed = {}
-  local turn = tonumber(mget('turn') or '0')
+  local turn = mget('turn')
   local expires = now + lease_ms * 1000
   local expires_s, expires_ms = fmt(expires), fmt(math.floor(expires / 1000))
   local taken = 0
@@ -332,22 +333,22 @@ local function serve(now, horizon)
     else
       -- Not servable after all: let activate() place it, handing it the turn
       -- counter it numbers with.
-      mset('turn', fmt(turn))
+      mset('turn', turn)
       activate(qid, horizon)
-      turn = tonumber(mget('turn'))
+      turn = mget('turn')
     end
   end
   for _, top in ipairs(passed) do
     redis.call('ZADD', K_READY, top[2], top[1])
   end
   if taken > 0 then
-    mset('gap', paced(tonumber(mget('gap') or '0'), tonumber(mget('lastserve') or '0'), now, taken))
-    mset('lastserve', fmt(now))
+    mset('gap', paced(mget('gap'), mget('lastserve'), now, taken))
+    mset('lastserve', now)
     mincr('queued', -taken)
     mincr('leased', #leases)
   end
-  if tonumber(mget('turn') or '0') ~= turn then
-    mset('turn', fmt(turn))
+  if mget('turn') ~= turn then
+    mset('turn', turn)
   end
   return leases
 end

@@ -50,7 +50,7 @@ for _, s in ipairs(specs) do
   local qid = qid_of(s[1])
   local st
   if not qid then
-    qid = tostring(mincr('qseq', 1))
+    qid = fmt(mincr('qseq', 1))
     redis.call('HSET', K_QIDS, s[1], qid)
     st = qnew(s[1])
     created = created + 1

@@ -21,7 +21,8 @@ local count = int_arg(2, 'count', 0, MAX_STATS_PAGE)
 local now = now_us()
 local totals = {}
 for i, f in ipairs({ 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired' }) do
-  totals[i] = mget(f) or ''
+  local x = mget(f)
+  totals[i] = type(x) == 'number' and fmt(x) or x or ''
 end
 if totals[9] == '' then totals[9] = tostring(DEFAULT_MAX_ATTEMPTS) end
 local last = tonumber(totals[7] == '' and '0' or totals[7])

@@ -9,8 +9,7 @@
 -- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).
 local function begin_call()
   bind_keys(KEYS)
-  META, MDIRTY, UNMARKED = nil, {}, false
-  PREFETCH, PREFETCHED, DEFERRED = {}, {}, {}
+  meta_reset()
   QCACHE, QDIRTY = {}, {}
   HEADC, TAILC = {}, {}
 end

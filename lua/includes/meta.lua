@@ -18,7 +18,21 @@
 
 -- Later than any Redis TIME in µs this side of the year 2255: "none".
 local NEVER = 9007199254740991
-local META_FIELDS = { 'v', 'held', 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'reapat', 'delayat', 'schedat', 'oldleases' }
+-- The numbers every call reads and most calls change, packed in field 'm'
+-- (struct '<d' each, in this order): one field to read and write, no
+-- number turned into text and back (string.format and tonumber cost more
+-- than the commands of a call). A field absent from an older arena is 0.
+local MPACKED = { 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'reapat', 'delayat', 'schedat' }
+local MPACK_FMT = '<'
+local IS_PACKED = {}
+-- (A function library's top level, where this runs once at load, may use
+-- no global but `redis`: hence no ipairs.)
+for i = 1, #MPACKED do
+  MPACK_FMT = MPACK_FMT .. 'd'
+  IS_PACKED[MPACKED[i]] = true
+end
+-- Settings and marks, a field each (clients read some: src/queue/arena-admin.ts).
+local META_FIELDS = { 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases' }
 local META = nil
 local MDIRTY = {}
 -- Queue ids whose records the meta read brings along, and what it brought:
@@ -31,6 +45,12 @@ local DEFERRED = {}
 -- True when this call found no version in the state hash: a new arena, or
 -- one written by key-schema 1 or 2 (its first write marks it: arena.lua).
 local UNMARKED = false
+
+-- A new call: nothing read, nothing changed.
+local function meta_reset()
+  META, MDIRTY, UNMARKED = nil, {}, false
+  PREFETCH, PREFETCHED, DEFERRED = {}, {}, {}
+end
 
 -- Asks the meta read to bring a queue's record and open chunk along (only
 -- before the first meta field is read; later, the record is read alone).
@@ -55,7 +75,10 @@ local function adopt_older_meta()
   end
   for f, value in pairs(fields) do
     -- (A field written since, by a client of this version, stays: shards.)
-    if META[f] == nil then
+    if IS_PACKED[f] then
+      META[f] = tonumber(value) or 0
+      MDIRTY[f] = true
+    elseif META[f] == nil then
       META[f] = value
       MDIRTY[f] = true
     end
@@ -68,17 +91,23 @@ end
 
 local function meta()
   if META then return META end
-  local nmeta = #META_FIELDS
-  local fields = {}
-  for i = 1, nmeta do fields[i] = META_FIELDS[i] end
+  META = {}
+  local nmeta = #META_FIELDS + 1
+  local fields = { 'm' }
+  for i = 2, nmeta do fields[i] = META_FIELDS[i - 1] end
   for _, qid in ipairs(PREFETCH) do
     fields[#fields + 1] = qid
     fields[#fields + 1] = qid .. ':t'
   end
   local v = redis.call('HMGET', K_STATE, unpack(fields))
-  META = {}
-  for i = 1, nmeta do
-    if v[i] then META[META_FIELDS[i]] = v[i] end
+  if v[1] then
+    local nums = { struct.unpack(MPACK_FMT, v[1]) }
+    for i = 1, #MPACKED do META[MPACKED[i]] = nums[i] end
+  else
+    for i = 1, #MPACKED do META[MPACKED[i]] = 0 end
+  end
+  for i = 2, nmeta do
+    if v[i] then META[fields[i]] = v[i] end
   end
   for j, qid in ipairs(PREFETCH) do
     PREFETCHED[qid] = { rec = v[nmeta + 2 * j - 1], tail = v[nmeta + 2 * j] }
@@ -88,19 +117,21 @@ local function meta()
   return META
 end
 
--- A meta field's value (a string), or nil.
+-- A meta field's value: a number for the packed ones (0 when never set),
+-- else a string, or nil when the arena has none.
 local function mget(field)
   return meta()[field]
 end
 
 local function mset(field, value)
+  if IS_PACKED[field] then value = tonumber(value) end
   meta()[field] = value
   MDIRTY[field] = true
 end
 
 local function mincr(field, by)
   local n = tonumber(mget(field) or '0') + by
-  mset(field, fmt(n))
+  if IS_PACKED[field] then mset(field, n) else mset(field, fmt(n)) end
   return n
 end
 
@@ -121,33 +152,42 @@ end
 -- that writes anything marks the arena with this version (and, the first
 -- time, the old meta hash too: see adopt_older_meta).
 local function flush_meta(args)
-  if next(MDIRTY) == nil and #args == 0 then return args end
-  if mget('v') ~= SCHEMA_VERSION then
-    mset('v', SCHEMA_VERSION)
-  end
+  if not META or (next(MDIRTY) == nil and #args == 0) then return args end
+  if META.v ~= SCHEMA_VERSION then mset('v', SCHEMA_VERSION) end
   if UNMARKED then
     redis.call('DEL', K_OLD_META)
     redis.call('HSET', K_OLD_META, 'v', SCHEMA_VERSION)
     UNMARKED = false
   end
+  local packed = false
   for f in pairs(MDIRTY) do
-    args[#args + 1] = f
-    args[#args + 1] = META[f]
+    if IS_PACKED[f] then
+      packed = true
+    else
+      args[#args + 1] = f
+      args[#args + 1] = META[f]
+    end
   end
   MDIRTY = {}
+  if packed then
+    local nums = {}
+    for i = 1, #MPACKED do nums[i] = META[MPACKED[i]] end
+    args[#args + 1] = 'm'
+    args[#args + 1] = struct.pack(MPACK_FMT, unpack(nums))
+  end
   return args
 end
 
 -- Lowers a bound field to `at` (µs).
+-- (0: never set, as in an arena written before the bounds: "look".)
 local function lower_bound(field, at)
-  local b = tonumber(mget(field) or '')
-  if b == nil or at < b then mset(field, fmt(at)) end
+  local b = mget(field)
+  if b == 0 or at < b then mset(field, at) end
 end
 
 -- Whether a lookup bounded by `field` may find something due at `now`.
 local function bound_passed(field, now)
-  local b = tonumber(mget(field) or '')
-  return b == nil or b <= now
+  return mget(field) <= now
 end
 
 -- The earliest score in a sorted set, or nil when it is empty.
@@ -159,7 +199,7 @@ end
 
 -- After a lookup: the bound is the set's earliest score again (NEVER when empty).
 local function reset_bound(field, zkey)
-  mset(field, fmt(earliest(zkey) or NEVER))
+  mset(field, earliest(zkey) or NEVER)
 end
 
 local function ensure_schema()

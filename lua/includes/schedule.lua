@@ -21,7 +21,7 @@ end
 
 -- A queue out of `sched` (skipped when the bound says `sched` is empty: meta.lua).
 local function sched_rem(qid)
-  if tonumber(mget('schedat') or '') ~= NEVER then redis.call('ZREM', K_SCHED, qid) end
+  if mget('schedat') ~= NEVER then redis.call('ZREM', K_SCHED, qid) end
 end
 
 -- Has items and room under its in-flight cap, and is not held: it belongs in

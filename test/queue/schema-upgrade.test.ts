@@ -19,9 +19,21 @@ const keyOf =
   (name: string): string =>
     `weir:{${arena}}:${name}`;
 
-/** Version 2's layout: meta fields (words) into `meta`, leases (keys with a '.') into `leases`. */
+/** The numbers packed in the state hash's field 'm', in order (lua/includes/meta.lua MPACKED). */
+const PACKED = ['turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'reapat', 'delayat', 'schedat'];
+
+/** Version 2's layout: meta fields (words; the packed numbers as text) into `meta`, leases (keys with a '.') into `leases`. */
 async function backToSchema2(redis: Redis, arena: string): Promise<void> {
   const k = keyOf(arena);
+  const packed = await redis.hgetBuffer(k('queues'), 'm');
+  if (packed) {
+    for (const [i, f] of PACKED.entries()) {
+      const n = packed.readDoubleLE(i * 8);
+      // (Version 2 kept the pace estimate to a tenth of a µs; the rest as whole numbers.)
+      if (n !== 0) await redis.hset(k('meta'), f, f === 'gap' ? n.toFixed(1) : n.toFixed(0));
+    }
+    await redis.hdel(k('queues'), 'm');
+  }
   const fields = await redis.hkeys(k('queues'));
   for (const f of fields) {
     const isLease = f.includes('.');
