@@ -13,6 +13,6 @@
 
 if #ARGV < 1 or #ARGV > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'expected 1..' .. MAX_PER_CALL .. ' lease tokens, got ' .. #ARGV) end
 for i = 1, #ARGV do str_arg(i, 'token', 64, false) end
-prefetch_leases(ARGV)
+prefetch_leases(ARGV, false)
 local out, woke, reaped = commit_leases(ARGV, now_us())
 return finish(woke or reaped, out)

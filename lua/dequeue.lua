@@ -98,8 +98,8 @@ for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
 -- The queues this call knows it will touch come with the meta fields.
-prefetch_leases(commits)
-if promised ~= '' then prefetch(promised) end
+prefetch_leases(commits, true)
+if promised ~= '' then prefetch(promised, true) end
 ensure_schema()
 
 -- (capped: the queue is left at its in-flight cap with items waiting, so

@@ -141,11 +141,13 @@ local function lease_key(token)
   return string.sub(token, 1, at - 1), qid
 end
 
--- The queues of leases about to be committed, read with the meta fields.
-local function prefetch_leases(tokens)
+-- The queues of leases about to be committed, read with the meta fields
+-- (with their head chunks for a dequeue: its next item mostly comes from
+-- the queue its commit was of).
+local function prefetch_leases(tokens, with_head)
   for _, token in ipairs(tokens) do
     local _, qid = lease_key(token)
-    if qid then prefetch(qid) end
+    if qid then prefetch(qid, with_head) end
   end
 end
 

@@ -35,9 +35,10 @@ end
 local META_FIELDS = { 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases' }
 local META = nil
 local MDIRTY = {}
--- Queue ids whose records the meta read brings along, and what it brought:
--- qid -> { rec = record or false, tail = open chunk or false } (record.lua
--- and items.lua take them from there).
+-- Queue ids whose records the meta read brings along ({qid, with_head}),
+-- and what it brought: qid -> { rec = record or false, tail = open chunk or
+-- false, head = sealed head chunk or false (nil: not asked for) }
+-- (record.lua and items.lua take them from there).
 local PREFETCH = {}
 local PREFETCHED = {}
 -- Fields to write with the call's HSET besides meta and records (new leases).
@@ -52,10 +53,11 @@ local function meta_reset()
   PREFETCH, PREFETCHED, DEFERRED = {}, {}, {}
 end
 
--- Asks the meta read to bring a queue's record and open chunk along (only
--- before the first meta field is read; later, the record is read alone).
-local function prefetch(qid)
-  if not META then PREFETCH[#PREFETCH + 1] = qid end
+-- Asks the meta read to bring a queue's record and open chunk along, and
+-- its sealed head chunk too when the call will read items (only before the
+-- first meta field is read; later, the record is read alone).
+local function prefetch(qid, with_head)
+  if not META then PREFETCH[#PREFETCH + 1] = { qid, with_head } end
 end
 
 -- Key-schema 1 and 2 kept the meta fields in a hash of their own and the
@@ -95,9 +97,10 @@ local function meta()
   local nmeta = #META_FIELDS + 1
   local fields = { 'm' }
   for i = 2, nmeta do fields[i] = META_FIELDS[i - 1] end
-  for _, qid in ipairs(PREFETCH) do
-    fields[#fields + 1] = qid
-    fields[#fields + 1] = qid .. ':t'
+  for _, p in ipairs(PREFETCH) do
+    fields[#fields + 1] = p[1]
+    fields[#fields + 1] = p[1] .. ':t'
+    if p[2] then fields[#fields + 1] = p[1] .. ':h' end
   end
   local v = redis.call('HMGET', K_STATE, unpack(fields))
   if v[1] then
@@ -109,8 +112,15 @@ local function meta()
   for i = 2, nmeta do
     if v[i] then META[fields[i]] = v[i] end
   end
-  for j, qid in ipairs(PREFETCH) do
-    PREFETCHED[qid] = { rec = v[nmeta + 2 * j - 1], tail = v[nmeta + 2 * j] }
+  local at = nmeta
+  for _, p in ipairs(PREFETCH) do
+    local pre = { rec = v[at + 1], tail = v[at + 2] }
+    at = at + 2
+    if p[2] then
+      pre.head = v[at + 1]
+      at = at + 1
+    end
+    PREFETCHED[p[1]] = pre
   end
   PREFETCH = {}
   if not META.v then adopt_older_meta() end

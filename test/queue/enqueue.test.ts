@@ -140,11 +140,18 @@ describe('enqueue', () => {
         const batch = Array.from({ length: 1 + rnd(40) }, () => `${made++}:`.padEnd(sizes[rnd(sizes.length)] ?? 1, 'x').slice(0, 65536));
         assert.equal(await q.enqueue(arena, 'a', batch), batch.length);
         model.push(...batch);
-      } else if (op < 8) {
+      } else if (op < 6 || held.length === 0) {
         const r = await q.dequeue(arena);
         const want = model.shift();
         assert.equal(r.lease?.item, want, `step ${step}`);
         if (r.lease) held.push(r.lease);
+      } else if (op < 8 && model.length > 0) {
+        // A commit carried in the next take (only when an item is there: a take waits for one): the call reads the queue's record and chunks with the meta fields.
+        const { committed, next } = q.commitAndTake(held.pop() as Lease);
+        const l = await next;
+        assert.equal(await committed, 'ok');
+        assert.equal(l?.item, model.shift(), `step ${step}`);
+        if (l) held.push(l);
       } else if (held.length > 0) {
         const l = held.splice(rnd(held.length), 1)[0] as Lease;
         if (op === 8) {
@@ -163,8 +170,9 @@ describe('enqueue', () => {
       await q.commit(r.lease);
     }
     assert.equal(model.length, 0);
-    // Drained: no chunk or front entry is left behind.
+    // Drained: no chunk or front entry is left behind, nor a head chunk beside the record.
     assert.equal(await fx.redis.hlen(`weir:{${arena}}:items`), 0);
+    assert.equal((await fx.redis.hget(`weir:{${arena}}:queues`, '1:h')) ?? '', '');
     assert.equal((await q.stats(arena)).queued, 0);
   });
 });

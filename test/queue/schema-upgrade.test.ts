@@ -22,9 +22,20 @@ const keyOf =
 /** The numbers packed in the state hash's field 'm', in order (lua/includes/meta.lua MPACKED). */
 const PACKED = ['turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'reapat', 'delayat', 'schedat'];
 
-/** Version 2's layout: meta fields (words; the packed numbers as text) into `meta`, leases (keys with a '.') into `leases`. */
+/**
+ * Version 2's layout: meta fields (words; the packed numbers as text) into `meta`, leases (keys with a
+ * '.') into `leases`, and each sealed head chunk ("<qid>:h") back into `items` as "<qid>:<hc>".
+ */
 async function backToSchema2(redis: Redis, arena: string): Promise<void> {
   const k = keyOf(arena);
+  for (const f of await redis.hkeys(k('queues'))) {
+    const qid = /^(\d+):h$/.exec(f)?.[1];
+    if (!qid) continue;
+    const head = (await redis.hgetBuffer(k('queues'), f)) as Buffer;
+    const hc = ((await redis.hgetBuffer(k('queues'), qid)) as Buffer).readDoubleLE(2 * 8);
+    if (head.length > 0) await redis.hset(k('items'), `${qid}:${hc}`, head);
+    await redis.hdel(k('queues'), f);
+  }
   const packed = await redis.hgetBuffer(k('queues'), 'm');
   if (packed) {
     for (const [i, f] of PACKED.entries()) {
