@@ -12,7 +12,6 @@
 --@include "arena"
 
 if #ARGV < 1 or #ARGV > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'expected 1..' .. MAX_PER_CALL .. ' lease tokens, got ' .. #ARGV) end
-for i = 1, #ARGV do str_arg(i, 'token', 64, false) end
-prefetch_leases(ARGV, false)
-local out, woke, reaped = commit_leases(ARGV, now_us())
+for i = 1, #ARGV do str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
+local out, woke, reaped = commit_leases(prefetch_leases(ARGV, false), now_us())
 return finish(woke or reaped, out)

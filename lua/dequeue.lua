@@ -2,9 +2,10 @@
   dequeue: lease up to `count` items by the arena's fair, rate-limited schedule.
 
   KEYS: the arena key block (lua/includes/keys.lua).
-  ARGV[1]  lease token base chosen by the client (8..48 bytes, random); lease i
-           of this call gets the token "<base>.<i>"; a base already used
-           replays that call's answer (its leases still held)
+  ARGV[1]  lease token base chosen by the client (8..48 bytes, random, no ':'
+           or '|'); lease i of this call gets the id "<base>.<i>" (its token:
+           leases.lua); a base already used replays that call's answer (its
+           leases still held)
   ARGV[2]  lease duration in ms (1..MAX_LEASE_MS)
   ARGV[3]  '1' when the caller was woken by the wake list (it then passes the
            wake-up on if more work is ready), else '0'
@@ -85,6 +86,7 @@ if #ARGV < 7 or #ARGV > 7 + MAX_PER_CALL then
 end
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
+if string.find(base, ':', 1, true) or string.find(base, '|', 1, true) then raise('WEIR_BAD_ARGS', "token must not hold ':' or '|'") end
 local lease_ms = int_arg(2, 'leaseMs', 1, MAX_LEASE_MS)
 local woken = ARGV[3] == '1'
 local count = int_arg(4, 'count', 1, MAX_PER_CALL)
@@ -93,39 +95,50 @@ if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_A
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 local want_ready = ARGV[7] == '1'
 local commits = {}
-for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', 64, false) end
+for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
 -- The caller's own promise: if its slot has moved (a pause pushed it), it is
 -- promised to this caller again rather than counted as someone else's.
 local mine = promised
 -- The queues this call knows it will touch come with the meta fields.
-prefetch_leases(commits, true)
+local parsed = prefetch_leases(commits, true)
 if promised ~= '' then prefetch(promised, true) end
 ensure_schema()
 
 -- (capped: the queue is left at its in-flight cap with items waiting, so
 -- this lease's commit frees it: see the header.)
--- (The token handed out: the lease's key and its queue id, leases.lua lease_key.)
-local function lease_reply(key, qid, st, item, attempt, expires_ms, served_s)
+-- (The token handed out names the lease's slot, id and queue: leases.lua.)
+local function lease_reply(slot, id, qid, st, item, attempt, expires_ms, served_s)
   local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
-  return { key .. ':' .. qid, st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv), capped }
+  return { token_of(slot, id, qid), st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv), capped }
 end
 
 -- The same call again (a client resending after a lost reply, as ioredis
 -- does after a reconnect): the leases this token base was given and still
--- holds, instead of serving more; nil when the base is new. Their serve time
--- is given as now, which only makes a caller that keeps spacing from it wait longer.
+-- holds, instead of serving more; nil when the base is new. The original
+-- call put them first in the slots its commits freed, in order, then in
+-- slots of their own ("<base>.<i>"). Their serve time is given as now,
+-- which only makes a caller that keeps spacing from it wait longer.
 local function replay(now)
-  if not lease_get(base .. '.1') then return nil end
+  local mine = base .. '.'
   local now_s = fmt(now)
   local again = { { 0, '', now_s, '', -1 } }
-  for i = 1, count do
-    local key = base .. '.' .. i
-    local rec = lease_get(key)
+  local function add(slot, rec)
+    local qid, attempt, item, exp, id = parse_lease(rec)
+    again[#again + 1] = lease_reply(slot, id or slot, qid, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
+  end
+  for _, p in ipairs(parsed) do
+    local rec = lease_get(p[1])
     if rec then
-      local qid, attempt, item, exp = parse_lease(rec)
-      again[#again + 1] = lease_reply(key, qid, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
+      local _, _, _, id = lease_parts(rec)
+      if id and string.sub(id, 1, #mine) == mine then add(p[1], rec) end
     end
   end
+  for i = #again, count do
+    local rec = lease_get(mine .. i)
+    if not rec then break end
+    add(mine .. i, rec)
+  end
+  if #again == 1 then return nil end
   return again
 end
 
@@ -314,11 +327,13 @@ local function serve(now, horizon)
       -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
       if item then
         st.l = st.l + 1
-        local key = base .. '.' .. (#leases + 1)
-        defer_hset(key, lease_record(qid, attempts + 1, expires_s, item))
-        lease_expiry(key, expires)
+        -- A slot this call's commits freed, else one of its own (leases.lua).
+        local id = base .. '.' .. (#leases + 1)
+        local slot = take_slot() or id
+        lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
+        lease_expiry(slot, expires)
         advance(st, served)
-        leases[#leases + 1] = lease_reply(key, qid, st, item, attempts + 1, expires_ms, fmt(served))
+        leases[#leases + 1] = lease_reply(slot, id, qid, st, item, attempts + 1, expires_ms, fmt(served))
       end
       -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
       last_back = nil
@@ -355,7 +370,7 @@ end
 
 local now = now_us()
 -- (Expired leases are reaped there, first: what they make ready this call serves.)
-local committed, freed = commit_leases(commits, now)
+local committed, freed = commit_leases(parsed, now)
 -- A call resent after a lost reply finds its commits done already (by the
 -- call it repeats): only a call none of whose commits took can be one, so
 -- only such a call looks.

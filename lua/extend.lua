@@ -11,18 +11,19 @@
 --@include "arena"
 
 argc(2, 'token ms')
-local token = str_arg(1, 'token', 64, false)
+local token = str_arg(1, 'token', MAX_TOKEN_BYTES, false)
 local ms = int_arg(2, 'ms', 1, MAX_LEASE_MS)
 local now = now_us()
-local key = lease_key(token)
-local rec = current_lease(key, now)
+local slot, id = lease_token(token)
+prefetch_field(slot)
+local rec = current_lease(slot, id, now)
 if not rec then
   flush()
   return 0
 end
 local qid, attempt, item = parse_lease(rec)
 local expires = now + ms * 1000
-lease_expiry(key, expires)
-lease_put(key, lease_record(qid, attempt, fmt(expires), item))
+lease_expiry(slot, expires)
+lease_put(slot, lease_record(id, qid, attempt, fmt(expires), item))
 flush()
 return fmt(math.floor(expires / 1000))

@@ -10,10 +10,10 @@
 --@include "arena"
 
 argc(2, 'token reason')
-local token = str_arg(1, 'token', 64, false)
+local token = str_arg(1, 'token', MAX_TOKEN_BYTES, false)
 local reason = str_arg(2, 'reason', MAX_REASON_BYTES, true)
 local now = now_us()
-local qid, attempt, item = end_lease(lease_key(token), now)
+local qid, attempt, item = end_lease(token, now)
 if not qid then return finish(false, 0) end
 to_dead(qid, item, attempt, reason, now)
 return finish(activate(qid, now), 1)

@@ -10,9 +10,9 @@
 --@include "arena"
 
 argc(1, 'token')
-local token = str_arg(1, 'token', 64, false)
+local token = str_arg(1, 'token', MAX_TOKEN_BYTES, false)
 local now = now_us()
-local qid, attempt, item = end_lease(lease_key(token), now)
+local qid, attempt, item = end_lease(token, now)
 if not qid then return finish(false, 0) end
 push_front(qid, qstate(qid), item, attempt - 1, '')
 return finish(activate(qid, now), 1)

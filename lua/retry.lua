@@ -18,7 +18,7 @@
 --@include "arena"
 
 if #ARGV ~= 4 and #ARGV ~= 5 then raise('WEIR_BAD_ARGS', 'expected 4 or 5 arguments (token delayMs reason countAttempt [item]), got ' .. #ARGV) end
-local key = lease_key(str_arg(1, 'token', 64, false))
+local token = str_arg(1, 'token', MAX_TOKEN_BYTES, false)
 local delay_ms = int_arg(2, 'delayMs', 0, MAX_DELAY_MS)
 local reason = str_arg(3, 'reason', MAX_REASON_BYTES, true)
 if ARGV[4] ~= '0' and ARGV[4] ~= '1' then raise('WEIR_BAD_ARGS', 'countAttempt must be 0 or 1') end
@@ -28,13 +28,13 @@ if #ARGV == 5 then
   if #replacement > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item is over ' .. MAX_ITEM_BYTES .. ' bytes') end
 end
 local now = now_us()
-local qid, attempt, item = end_lease(key, now)
+local qid, attempt, item, id = end_lease(token, now)
 if replacement then item = replacement end
 if not qid then return finish(false, 0) end
 local attempts = attempt
 if ARGV[4] == '0' then attempts = attempt - 1 end
 local dead = attempts >= max_attempts()
-requeue(key, qid, item, attempts, reason, delay_ms * 1000, now)
+requeue(id, qid, item, attempts, reason, delay_ms * 1000, now)
 local woke = activate(qid, now) or delay_ms > 0
 if dead then return finish(woke, 2) end
 return finish(woke, 1)

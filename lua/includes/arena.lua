@@ -1,15 +1,17 @@
 --[[
   What every queue script includes: the key block (keys.lua), arguments and
   limits (args.lua), the meta hash (meta.lua), queue records (record.lua), item storage (items.lua),
-  the schedule (schedule.lua) and leases (leases.lua); each included once.
+  the schedule (schedule.lua), leases (leases.lua) and commits
+  (commits.lua); each included once.
 ]]
---@include "leases"
+--@include "commits"
 
 -- Every call starts here: its keys bound, and nothing cached from another
 -- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).
 local function begin_call()
   bind_keys(KEYS)
   meta_reset()
+  commits_reset()
   QCACHE, QDIRTY = {}, {}
   HEADC, TAILC = {}, {}
 end
@@ -20,8 +22,12 @@ end
 -- fields. A script that changed any of them calls this (or finish) before
 -- it returns; read-only scripts need not.
 local function flush()
+  release_slots()
   local args = flush_items()
-  for i = 1, #DEFERRED do args[#args + 1] = DEFERRED[i] end
+  for f, v in pairs(DEFERRED) do
+    args[#args + 1] = f
+    args[#args + 1] = v
+  end
   DEFERRED = {}
   flush_meta(records_args(args))
   for i = 1, #args, 2000 do

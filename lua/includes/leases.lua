@@ -1,12 +1,22 @@
 --[[
-  Leases: a lease record is "<qid>:<attempt>:<expiry µs>:<item>", field
-  "<base>.<i>" (the lease key) of the state hash, written with the call's
-  HSET (the expiry kept in the record too, besides `lexp`, which orders
-  expiries, so ending a lease reads one field). Leases handed out by
-  key-schema 2 are in the `leases` hash until each ends: looked for there
-  too while meta 'oldleases' says there may be some. Where an item goes when a lease ends
-  without a commit: back to the head, to `delayed` for a retry, or to the
-  dead letter when its attempts have run out.
+  Leases. A lease lives in a slot: a field of the state hash (and the same
+  member of `lexp`, which orders expiries) holding its record,
+  "<id>:<qid>:<attempt>:<expiry µs>:<item>" (the expiry kept in the record
+  too, so ending a lease reads one field). Its id is "<base>.<i>", unique:
+  lease i of the dequeue call whose token base was <base>. A new lease's
+  slot is its id, or the slot of a lease the same call committed (a worker
+  commits a lease and takes the next in one call: its new lease takes the
+  old one's place, its record written over the old, its expiry moved, so
+  neither is deleted; commits.lua). Its token is "<slot>|<id>:<qid>", or
+  "<id>:<qid>" when the slot is the id: a token names its lease's slot (to
+  find it), its id (to tell it from a later lease in the same slot) and
+  its queue (read with the record). Leases handed out by key-schema 2
+  ("<qid>:<attempt>:<expiry>:<item>" under key "<base>.<i>", token
+  "<key>:<qid>" or "<key>") are in the `leases` hash until each ends:
+  looked for there too while meta 'oldleases' says there may be some.
+  Where an item goes when a lease ends without a commit: back to the head,
+  to `delayed` for a retry, or to the dead letter when its attempts have
+  run out.
 ]]
 --@include "items"
 --@include "schedule"
@@ -21,46 +31,91 @@ local function old_leases_gone()
   if redis.call('EXISTS', K_OLD_LEASES) == 0 then mset('oldleases', '0') end
 end
 
--- A lease's record, wherever it is.
-local function lease_get(key)
-  local rec = redis.call('HGET', K_STATE, key)
+-- A slot's record as this call sees it (false: none), wherever it is. Read
+-- once per call (or with the meta fields: prefetch_field), then kept as
+-- this call changes it.
+local function lease_get(slot)
+  -- (The meta read first: it may bring this record.)
+  meta()
+  local rec = FIELDC[slot]
+  if rec == nil then
+    rec = redis.call('HGET', K_STATE, slot) or false
+    FIELDC[slot] = rec
+  end
   if rec or not old_leases() then return rec end
-  rec = redis.call('HGET', K_OLD_LEASES, key)
-  if not rec then old_leases_gone() end
-  return rec
+  local old = redis.call('HGET', K_OLD_LEASES, slot)
+  if not old then old_leases_gone() end
+  return old or false
 end
 
--- A lease's record written (moved out of the old hash if it was there).
-local function lease_put(key, rec)
-  defer_hset(key, rec)
-  if old_leases() then redis.call('HDEL', K_OLD_LEASES, key) end
+-- A slot's record written (by the call's HSET; out of the old hash if it was there).
+local function lease_put(slot, rec)
+  defer_hset(slot, rec)
+  FIELDC[slot] = rec
+  if old_leases() then redis.call('HDEL', K_OLD_LEASES, slot) end
 end
 
--- A lease's record deleted: whether it was there.
-local function lease_del(key)
-  if redis.call('HDEL', K_STATE, key) == 1 then return true end
-  if not old_leases() then return false end
-  local was = redis.call('HDEL', K_OLD_LEASES, key) == 1
+-- A slot's record deleted, at once.
+local function lease_del(slot)
+  DEFERRED[slot] = nil
+  FIELDC[slot] = false
+  if redis.call('HDEL', K_STATE, slot) == 1 or not old_leases() then return end
+  redis.call('HDEL', K_OLD_LEASES, slot)
   old_leases_gone()
-  return was
 end
 
--- A lease's expiry into `lexp`, the bound kept (meta.lua).
-local function lease_expiry(token, expires)
-  redis.call('ZADD', K_LEXP, fmt(expires), token)
+-- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).
+local function lease_expiry(slot, expires)
+  redis.call('ZADD', K_LEXP, fmt(expires), slot)
   lower_bound('reapat', expires)
 end
 
-local function lease_record(qid, attempt, expires_s, item)
-  return qid .. ':' .. attempt .. ':' .. expires_s .. ':' .. item
+local function lease_record(id, qid, attempt, expires_s, item)
+  return id .. ':' .. qid .. ':' .. attempt .. ':' .. expires_s .. ':' .. item
 end
 
--- qid, attempt, item, expiry µs
-local function parse_lease(rec)
+-- A record's qid, attempt, expiry µs, id (nil for key-schema 2's records,
+-- which have none: their key is their id) and where its item starts (no
+-- copy of the item made: most callers need none). An id has a '.' before
+-- the first ':', a qid never does.
+local function lease_parts(rec)
   local a = string.find(rec, ':', 1, true)
+  local id, from = nil, 1
+  local dot = string.find(rec, '.', 1, true)
+  if dot and dot < a then
+    id = string.sub(rec, 1, a - 1)
+    from = a + 1
+    a = string.find(rec, ':', from, true)
+  end
   local b = string.find(rec, ':', a + 1, true)
   local c = string.find(rec, ':', b + 1, true)
-  return string.sub(rec, 1, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), string.sub(rec, c + 1), tonumber(string.sub(rec, b + 1, c - 1))
+  return string.sub(rec, from, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), tonumber(string.sub(rec, b + 1, c - 1)), id, c + 1
+end
+
+-- qid, attempt, item, expiry µs, id (as lease_parts).
+local function parse_lease(rec)
+  local qid, attempt, exp, id, at = lease_parts(rec)
+  return qid, attempt, string.sub(rec, at), exp, id
+end
+
+-- A token's slot, id and queue id (nil for a key-schema 2 token without
+-- one). See the header for the forms.
+local function lease_token(token)
+  local head, qid = token, nil
+  local colon = string.find(token, ':', 1, true)
+  if colon then
+    qid = string.sub(token, colon + 1)
+    if not string.match(qid, '^%d+$') then raise('WEIR_BAD_ARGS', 'token ' .. token .. ' is not a lease token') end
+    head = string.sub(token, 1, colon - 1)
+  end
+  local bar = string.find(head, '|', 1, true)
+  if bar then return string.sub(head, 1, bar - 1), string.sub(head, bar + 1), qid end
+  return head, head, qid
+end
+
+local function token_of(slot, id, qid)
+  if slot == id then return id .. ':' .. qid end
+  return slot .. '|' .. id .. ':' .. qid
 end
 
 local function to_dead(qid, item, attempts, reason, now)
@@ -72,15 +127,16 @@ local function to_dead(qid, item, attempts, reason, now)
   mincr('dead', 1)
 end
 
--- Where an item goes when its lease ends without a commit.
--- attempts: deliveries that count against maxAttempts so far.
-local function requeue(token, qid, item, attempts, reason, delay_us, now)
+-- Where an item goes when its lease ends without a commit. id: the lease's
+-- (unique, unlike its slot: it names the retry in `delayed`). attempts:
+-- deliveries that count against maxAttempts so far.
+local function requeue(id, qid, item, attempts, reason, delay_us, now)
   if attempts >= max_attempts() then
     to_dead(qid, item, attempts, reason, now)
   elseif delay_us > 0 then
-    redis.call('ZADD', K_DELAYED, fmt(now + delay_us), token)
+    redis.call('ZADD', K_DELAYED, fmt(now + delay_us), id)
     lower_bound('delayat', now + delay_us)
-    redis.call('HSET', K_DELAYDATA, token, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
+    redis.call('HSET', K_DELAYDATA, id, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
     local st = qstate(qid)
     st.d = st.d + 1
     qdirty(qid, st)
@@ -90,10 +146,10 @@ local function requeue(token, qid, item, attempts, reason, delay_us, now)
   end
 end
 
--- Ends a lease record (the caller decides where the item goes).
-local function drop_lease(token, qid)
-  lease_del(token)
-  redis.call('ZREM', K_LEXP, token)
+-- Ends a lease's slot (the caller decides where the item goes).
+local function drop_lease(slot, qid)
+  lease_del(slot)
+  redis.call('ZREM', K_LEXP, slot)
   local st = qstate(qid)
   st.l = st.l - 1
   qdirty(qid, st)
@@ -102,138 +158,56 @@ end
 
 -- An expired lease: the item goes back to the head of its queue and the
 -- delivery counts as an attempt.
-local function expire_lease(token, rec, now)
-  local qid, attempt, item = parse_lease(rec)
-  drop_lease(token, qid)
+local function expire_lease(slot, rec, now)
+  local qid, attempt, item, _, id = parse_lease(rec)
+  drop_lease(slot, qid)
   mincr('expired', 1)
-  requeue(token, qid, item, attempt, 'lease expired', 0, now)
+  requeue(id or slot, qid, item, attempt, 'lease expired', 0, now)
   return activate(qid, now)
 end
 
 -- Expired leases one call takes back at most (bounding its work).
 local REAP_BATCH = 100
 
-local function reap_expired(now, limit)
+local function reap_expired(now)
   if not bound_passed('reapat', now) then return false end
   local woke = false
-  local expired = redis.call('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, limit)
-  for _, token in ipairs(expired) do
-    local rec = lease_get(token)
+  local expired = redis.call('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, REAP_BATCH)
+  for _, slot in ipairs(expired) do
+    local rec = lease_get(slot)
     if rec then
-      if expire_lease(token, rec, now) then woke = true end
+      if expire_lease(slot, rec, now) then woke = true end
     else
-      redis.call('ZREM', K_LEXP, token)
+      redis.call('ZREM', K_LEXP, slot)
     end
   end
   reset_bound('reapat', K_LEXP)
   return woke
 end
 
--- A lease's token is its key in `leases` ("<base>.<i>"), a colon and its
--- queue id (dequeue.lua hands them out so): the id lets a commit end a
--- lease without reading its record. A key alone (a token from before ids
--- rode in it) is a token too. Returns key, qid (nil without one).
-local function lease_key(token)
-  local at = string.find(token, ':', 1, true)
-  if not at then return token, nil end
-  local qid = string.sub(token, at + 1)
-  if not string.match(qid, '^%d+$') then raise('WEIR_BAD_ARGS', 'token ' .. token .. ' is not a lease token') end
-  return string.sub(token, 1, at - 1), qid
-end
-
--- The queues of leases about to be committed, read with the meta fields
--- (with their head chunks for a dequeue: its next item mostly comes from
--- the queue its commit was of).
-local function prefetch_leases(tokens, with_head)
-  for _, token in ipairs(tokens) do
-    local _, qid = lease_key(token)
-    if qid then prefetch(qid, with_head) end
-  end
-end
-
--- Looks a lease up for commit/extend/release/retry/fail by its key. A lease
--- is current while its record exists and its expiry has not passed; an
--- expired one is expired here and then (so it goes back exactly once) and
--- reported stale.
-local function current_lease(key, now)
-  local rec = lease_get(key)
+-- The record of the lease a token names, if that lease is current: its slot
+-- holds it (not a later lease) and its expiry has not passed; with it, its
+-- qid and its id as recorded (nil: key-schema 2's). An expired one is
+-- expired here and then (so it goes back exactly once).
+local function current_lease(slot, id, now)
+  local rec = lease_get(slot)
   if not rec then return nil end
-  local _, _, _, exp = parse_lease(rec)
+  local qid, _, exp, rid = lease_parts(rec)
+  if (rid or slot) ~= id then return nil end
   if exp <= now then
-    if expire_lease(key, rec, now) then signal() end
+    if expire_lease(slot, rec, now) then signal() end
     return nil
   end
-  return rec
+  return rec, qid, rid
 end
 
--- Ends the caller's lease for release/retry/fail: qid, attempt, item, or nil
--- when the lease is stale (the caller then answers 0).
-local function end_lease(key, now)
-  local rec = current_lease(key, now)
+-- Ends the caller's lease for release/retry/fail: qid, attempt, item, id,
+-- or nil when the lease is stale (the caller then answers 0).
+local function end_lease(token, now)
+  local slot, id = lease_token(token)
+  local rec = current_lease(slot, id, now)
   if not rec then return nil end
   local qid, attempt, item = parse_lease(rec)
-  drop_lease(key, qid)
-  return qid, attempt, item
-end
-
--- Ends leases as done (commit.lua; dequeue.lua before it serves): for each
--- token 1 (committed) or 0 (stale: expired, or ended by another call; an
--- expired lease that had not gone back yet goes back now, exactly once).
--- Per-queue counts change once per queue, not once per lease. Returns the
--- list of results, whether a queue left its in-flight cap (signal), and
--- whether reaping made work ready.
---
--- Expired leases are reaped first (reap_expired): when that leaves none
--- whose expiry has passed, a lease whose record is still there is current,
--- so a token with its queue id is ended by deleting its record, unread. (A
--- token whose id names no queue is looked up the long way.) Every token is
--- checked before anything is written.
-local function commit_leases(tokens, now)
-  local out, per_queue, order = {}, {}, {}
-  local done = 0
-  local keys, qids = {}, {}
-  for i, token in ipairs(tokens) do keys[i], qids[i] = lease_key(token) end
-  local reaped = reap_expired(now, REAP_BATCH)
-  local unread = not bound_passed('reapat', now)
-  for i = 1, #keys do
-    if qids[i] and not (unread and qstate_if_any(qids[i])) then qids[i] = nil end
-  end
-  for i, key in ipairs(keys) do
-    local qid = nil
-    out[i] = 0
-    if qids[i] then
-      if lease_del(key) then qid = qids[i] end
-    else
-      local rec = current_lease(key, now)
-      if rec then
-        qid = parse_lease(rec)
-        lease_del(key)
-      end
-    end
-    if qid then
-      redis.call('ZREM', K_LEXP, key)
-      if not per_queue[qid] then
-        per_queue[qid] = 0
-        order[#order + 1] = qid
-      end
-      per_queue[qid] = per_queue[qid] + 1
-      done = done + 1
-      out[i] = 1
-    end
-  end
-  local woke = false
-  for _, qid in ipairs(order) do
-    local st = qstate(qid)
-    local was_capped = st.cap > 0 and st.l >= st.cap
-    st.l = st.l - per_queue[qid]
-    st.done = st.done + per_queue[qid]
-    qdirty(qid, st)
-    -- Only the in-flight cap depends on leases: a queue below it is placed already.
-    if was_capped and activate(qid, now) then woke = true end
-  end
-  if done > 0 then
-    mincr('leased', -done)
-    mincr('done', done)
-  end
-  return out, woke, reaped
+  drop_lease(slot, qid)
+  return qid, attempt, item, id
 end

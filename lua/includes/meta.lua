@@ -41,7 +41,13 @@ local MDIRTY = {}
 -- (record.lua and items.lua take them from there).
 local PREFETCH = {}
 local PREFETCHED = {}
--- Fields to write with the call's HSET besides meta and records (new leases).
+-- Other fields of the state hash this call has read (leases.lua): field ->
+-- value, or false when absent; those named by prefetch_field come with the
+-- meta read.
+local FIELDS_WANTED = {}
+local FIELDC = {}
+-- Fields to write with the call's HSET besides meta and records (new
+-- leases): field -> value.
 local DEFERRED = {}
 -- True when this call found no version in the state hash: a new arena, or
 -- one written by key-schema 1 or 2 (its first write marks it: arena.lua).
@@ -51,6 +57,7 @@ local UNMARKED = false
 local function meta_reset()
   META, MDIRTY, UNMARKED = nil, {}, false
   PREFETCH, PREFETCHED, DEFERRED = {}, {}, {}
+  FIELDS_WANTED, FIELDC = {}, {}
 end
 
 -- Asks the meta read to bring a queue's record and open chunk along, and
@@ -58,6 +65,11 @@ end
 -- first meta field is read; later, the record is read alone).
 local function prefetch(qid, with_head)
   if not META then PREFETCH[#PREFETCH + 1] = { qid, with_head } end
+end
+
+-- Asks the meta read to bring any other field of the state hash along.
+local function prefetch_field(field)
+  if not META then FIELDS_WANTED[#FIELDS_WANTED + 1] = field end
 end
 
 -- Key-schema 1 and 2 kept the meta fields in a hash of their own and the
@@ -102,6 +114,7 @@ local function meta()
     fields[#fields + 1] = p[1] .. ':t'
     if p[2] then fields[#fields + 1] = p[1] .. ':h' end
   end
+  for _, f in ipairs(FIELDS_WANTED) do fields[#fields + 1] = f end
   local v = redis.call('HMGET', K_STATE, unpack(fields))
   if v[1] then
     local nums = { struct.unpack(MPACK_FMT, v[1]) }
@@ -122,7 +135,11 @@ local function meta()
     end
     PREFETCHED[p[1]] = pre
   end
-  PREFETCH = {}
+  for _, f in ipairs(FIELDS_WANTED) do
+    at = at + 1
+    FIELDC[f] = v[at]
+  end
+  PREFETCH, FIELDS_WANTED = {}, {}
   if not META.v then adopt_older_meta() end
   return META
 end
@@ -154,8 +171,7 @@ end
 
 -- A field of the state hash written with the call's HSET.
 local function defer_hset(field, value)
-  DEFERRED[#DEFERRED + 1] = field
-  DEFERRED[#DEFERRED + 1] = value
+  DEFERRED[field] = value
 end
 
 -- The changed meta fields as field/value pairs, appended to `args`. A call

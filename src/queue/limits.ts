@@ -9,6 +9,8 @@ export const LIMITS = {
   maxItemBytes: 65536,
   maxNameBytes: 256,
   maxReasonBytes: 1024,
+  /** A lease token: "<slot>|<id>:<qid>", slot and id each a dequeue call's token base (≤ 48 bytes) and ".<i>" (lua/includes/leases.lua). */
+  maxTokenBytes: 128,
   /** Items, tokens or queues one script call takes (the API splits larger batches). */
   maxPerCall: 1000,
   /** Dedupe bit positions per item. */

@@ -33,7 +33,7 @@ describe('leases', () => {
     assert.deepEqual([s.queued, s.leased, s.done, s.drained], [0, 0, 1, true]);
   });
 
-  it('a token carries its queue id, so a commit ends a current lease unread; a bare key, a wrong id or a bad one are handled', async () => {
+  it('a token names its slot and queue, so a commit reads both with the meta fields; a bare key, a wrong id or a bad one are handled', async () => {
     const q = fx.queue();
     const arena = freshArena();
     await q.setLimits(arena, { a: { rate: 'unlimited' } });
@@ -43,7 +43,7 @@ describe('leases', () => {
     const stat = async (cmd: string): Promise<number> => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
     const [hgets, hmgets] = [await stat('hget'), await stat('hmget')];
     assert.equal(await q.commit(l1), 'ok');
-    // One read: the meta fields with the queue's record (the token names it); the lease's own was not read.
+    // One read: the meta fields with the lease's record and its queue's (the token names both).
     assert.deepEqual([(await stat('hget')) - hgets, (await stat('hmget')) - hmgets], [0, 1]);
     // A bare key (a token from before ids rode in it) still commits; a wrong id is taken the long way.
     assert.equal(await q.commit({ ...l2, token: l2.token.split(':')[0] as string }), 'ok');
@@ -119,6 +119,39 @@ describe('leases', () => {
     assert.equal(await stopped.next, null);
     const s = await q.stats(arena);
     assert.deepEqual([s.queued, s.leased, s.done], [1, 0, 3]);
+  });
+
+  it("a commit carried in a take hands its slot to the new lease: nothing deleted or added, and the old token is stale for everything", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['1', '2', '3']);
+    const first = await must(q.dequeue(arena));
+    const stat = async (cmd: string): Promise<number> => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await fx.redis.info('commandstats'))?.[1] ?? 0);
+    const [hdels, zrems] = [await stat('hdel'), await stat('zrem')];
+    const { committed, next } = q.commitAndTake(first);
+    assert.equal(await committed, 'ok');
+    const second = (await next) as Lease;
+    assert.equal(second.item, '2');
+    assert.deepEqual([(await stat('hdel')) - hdels, (await stat('zrem')) - zrems], [0, 0], 'the slot was written over, its expiry moved');
+    const slot = first.token.split(':')[0] as string;
+    assert.ok(second.token.startsWith(`${slot}|`), second.token);
+    assert.equal(await fx.redis.zcard(`weir:{${arena}}:lexp`), 1);
+    // The first lease's token names the slot, which now holds another lease: stale for every call.
+    assert.equal(await q.extend(first, 1000), 'stale');
+    assert.equal(await q.release(first), 'stale');
+    assert.equal(await q.retry(first), 'stale');
+    assert.equal(await q.fail(first, 'x'), 'stale');
+    assert.equal(await q.commit(first), 'stale');
+    assert.deepEqual([(await q.stats(arena)).leased, (await q.stats(arena)).queued], [1, 1]);
+    // The second lease is whole: extended, then committed once however often its token comes in one call.
+    assert.notEqual(await q.extend(second, 60_000), 'stale');
+    const third = await must(q.dequeue(arena));
+    const twice = await Promise.all([q.commit(second), q.commit(second), q.commit(third)]);
+    assert.deepEqual(twice.sort(), ['ok', 'ok', 'stale']);
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.leased, s.done, s.drained], [0, 0, 3, true]);
+    assert.equal(await fx.redis.zcard(`weir:{${arena}}:lexp`), 0);
   });
 
   it('extend keeps a lease alive past its first expiry', async () => {
