@@ -14,7 +14,7 @@
  * Options (env): BENCH_N (items per throughput run, default 50000),
  *   - one arena on a 3-master Redis Cluster beside one node: Redis CPU per
  *     item per master (bench/cluster-cost.ts).
- * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput, cost or cluster (one part).
+ * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput, cost, cluster or instructions (one part; instructions: bench/queue-instructions.ts, under valgrind, BENCH_CALLS calls per case, default 1,000).
  */
 import { setMaxListeners } from 'node:events';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
@@ -23,6 +23,7 @@ import { FairQueue, ScriptRunner, arenaKeys, sleepUntil, type Lease } from '../s
 import { SeedDesignQueue } from './seed-design.js';
 import { clusterQueueBenchmarks } from './cluster-cost.js';
 import { queueCostBenchmarks } from './queue-cost.js';
+import { queueInstructionBenchmarks } from './queue-instructions.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const N = Number(process.env.BENCH_N ?? 50_000);
@@ -71,7 +72,7 @@ console.log(`weir queue benchmark — redis-server ${(await redis.info('server')
 
 // BENCH_PART=rate runs only the rate run (section 6), throughput only sections 1-5, cost only section 7.
 const PART = process.env.BENCH_PART ?? 'all';
-if (PART !== 'rate' && PART !== 'cost' && PART !== 'cluster') {
+if (PART !== 'rate' && PART !== 'cost' && PART !== 'cluster' && PART !== 'instructions') {
 // 1. Raw ceiling.
 const ceilArena = 'ceiling';
 const noop = new ScriptRunner(redis);
@@ -286,13 +287,15 @@ async function rateRun(who: Contender, mode: 'deep' | 'refill'): Promise<void> {
   out(`${label}: smallest gap in one queue, served / acted (ms)`, `${(minGap / 1000).toFixed(2)} / ${(minActed / 1000).toFixed(2)}`, `limit ${(1000 / RATE).toFixed(2)} ms`);
   out(`${label}: empty dequeues per lease`, (empty / Math.max(1, leases)).toFixed(3), 'target ≤ 0.1');
 }
-for (const who of PART === 'throughput' || PART === 'cost' || PART === 'cluster' ? [] : (['weir', 'weir ahead', 'seed design'] as const)) {
+for (const who of PART === 'throughput' || PART === 'cost' || PART === 'cluster' || PART === 'instructions' ? [] : (['weir', 'weir ahead', 'seed design'] as const)) {
   for (const mode of ['deep', 'refill'] as const) await rateRun(who, mode);
 }
 // 7. Redis cost per item, beside the seed design (bench/queue-cost.ts).
 if (PART === 'all' || PART === 'cost') await queueCostBenchmarks(redis, q, N, out);
 // 8. One arena on a 3-master cluster beside one node (bench/cluster-cost.ts).
 if (PART === 'all' || PART === 'cluster') await clusterQueueBenchmarks(out, N);
+// 9. Instructions per call under callgrind, beside the seed design (bench/queue-instructions.ts).
+if (PART === 'all' || PART === 'instructions') await queueInstructionBenchmarks(out);
 
 console.log('\n| measure | value | note |\n| --- | ---: | --- |');
 for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);

@@ -92,6 +92,12 @@ local function lease_parts(rec)
   return string.sub(rec, from, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), tonumber(string.sub(rec, b + 1, c - 1)), id, c + 1
 end
 
+-- Whether a record is lease `id`'s (it starts "<id>:"), read without
+-- making a string of any part of it.
+local function holds(rec, id)
+  return rec and string.find(rec, id, 1, true) == 1 and string.byte(rec, #id + 1) == 58
+end
+
 -- qid, attempt, item, expiry µs, id (as lease_parts).
 local function parse_lease(rec)
   local qid, attempt, exp, id, at = lease_parts(rec)

@@ -1,0 +1,137 @@
+/**
+ * What a queue call costs Redis in CPU instructions (BENCH_PART=instructions
+ * of npm run bench:queue): a redis-server run under valgrind's callgrind,
+ * counting only while the measured calls run (`callgrind_control -i on/off`,
+ * one dump per case). Unlike CPU time on two shared, noisy cores, an
+ * instruction count is the same run after run whatever else the machine is
+ * doing, so small changes to the scripts show. Calls go one at a time, as a
+ * worker lane sends them: each pays its whole call, nothing batched.
+ *   - weir commitAndTake on one deep queue, and over 10,000 queues;
+ *   - weir enqueue of one 60-byte URL per call, to a different queue each
+ *     (10,000 queues);
+ *   - the seed design's dequeue+commit (10,000 queues) and enqueue, its
+ *     scripts as written;
+ *   - a no-op script call (weir's 13 keys): the floor any call pays.
+ * Needs valgrind (Debian: apt-get install valgrind); skipped without it.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { FairQueue, ScriptRunner, arenaKeys, type Lease } from '../src/queue/index.js';
+import { freePort } from '../test/helpers/redis.js';
+import { item } from './queue-cost.js';
+import { SeedDesignQueue } from './seed-design.js';
+
+type Out = (name: string, value: string, note?: string) => void;
+
+const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+
+/** A redis-server under callgrind, instrumentation off until `count` runs. */
+async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () => Promise<void>): Promise<number>; stop(): Promise<void> }> {
+  const port = await freePort();
+  const out = join(dir, 'cg.out');
+  const proc = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  // (Valgrind takes a few seconds to start it.)
+  for (let i = 0; spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() !== 'PONG'; i++) {
+    if (i > 150) throw new Error('redis-server under valgrind did not start');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const redis = new Redis({ port, host: '127.0.0.1' });
+  const control = (...args: string[]): void => {
+    const r = spawnSync('callgrind_control', [...args, String(proc.pid)], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stderr}`);
+  };
+  let dumps = 0;
+  return {
+    redis,
+    async count(fn) {
+      control('-i', 'on');
+      await fn();
+      control('-d');
+      control('-i', 'off');
+      dumps += 1;
+      // Dumps are numbered in order; the newest holds this case's counts alone.
+      const file = readdirSync(dir)
+        .filter((f) => f.startsWith('cg.out.'))
+        .map((f) => join(dir, f))
+        .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+        .at(-1);
+      const text = file ? readFileSync(file, 'utf8') : '';
+      // (`totals`, the sum of what the dump lists: its `summary` line can wrap below zero after `-i off`.)
+      const total = /^totals: (\d+)/m.exec(text)?.[1];
+      if (!total || !dumps) throw new Error('no callgrind dump');
+      return Number(total);
+    },
+    async stop() {
+      redis.disconnect();
+      proc.kill('SIGKILL');
+      await new Promise((r) => proc.once('exit', r));
+    },
+  };
+}
+
+export async function queueInstructionBenchmarks(out: Out, n = Number(process.env.BENCH_CALLS ?? 1000)): Promise<void> {
+  if (!has('valgrind') || !has('callgrind_control')) {
+    out('instructions per call', 'skipped', 'needs valgrind (apt-get install valgrind)');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'weir-callgrind-'));
+  const server = await startCounted(dir);
+  const { redis } = server;
+  const q = new FairQueue(redis);
+  const seedClient = redis.duplicate();
+  const seed = new SeedDesignQueue(seedClient);
+  const per = (total: number): string => `${Math.round(total / n).toLocaleString('en-US')}`;
+  try {
+    const noopKeys = arenaKeys('weir', 'noop');
+    const runner = new ScriptRunner(redis);
+    await runner.run('noop', noopKeys, ['x']);
+    const noop = await server.count(async () => {
+      for (let i = 0; i < n; i++) await runner.run('noop', noopKeys, ['x']);
+    });
+    out('no-op script call: instructions', per(noop), 'the floor every call pays (13 keys, one argument)');
+
+    const wide = Array.from({ length: 10_000 }, (_, i) => `q${i}`);
+    await q.setLimits('wide', Object.fromEntries(wide.map((k) => [k, { rate: 'unlimited' as const }])));
+    await q.setLimits('one', { q0: { rate: 'unlimited' } });
+    for (let k = 0; k < n + 100; k += 500) await q.enqueue('one', 'q0', Array.from({ length: 500 }, (_, m) => item(k + m)));
+    await seed.defineRateLimits('seedwide', Object.fromEntries(wide.map((k) => [k, 1_000_000])));
+
+    let i = 0;
+    const enq = await server.count(async () => {
+      for (let k = 0; k < n; k++, i++) await q.enqueue('wide', `q${i % wide.length}`, [item(i)]);
+    });
+    let j = 0;
+    const seedEnq = await server.count(async () => {
+      for (let k = 0; k < n; k++, j++) await seed.enqueue('seedwide', `q${j % wide.length}`, item(j));
+    });
+    out('enqueue, one URL per call, a different queue each (10,000 queues): weir', per(enq), `${(enq / seedEnq).toFixed(2)}× the seed design's`);
+    out('enqueue, one URL per call, a different queue each (10,000 queues): seed design', per(seedEnq), 'its script as written');
+
+    // Enough in the wide arena for the dequeues below (the enqueue case put n there).
+    for (let k = n; k < 2 * n + 100; k++) await q.enqueue('wide', `q${k % wide.length}`, [item(k)]);
+    for (let k = 0; k < n + 100; k++) await seed.enqueue('seedwide', `q${k % wide.length}`, item(k));
+    for (const arena of ['one', 'wide']) {
+      let lease = (await q.take(arena)) as Lease;
+      const taken = await server.count(async () => {
+        for (let k = 0; k < n; k++) lease = (await q.commitAndTake(lease).next) as Lease;
+      });
+      await q.commit(lease);
+      out(`commitAndTake, ${arena === 'one' ? 'one deep queue' : '10,000 queues'}: weir`, per(taken), `${(taken / noop).toFixed(1)}× a no-op call`);
+    }
+    const seedTake = await server.count(async () => {
+      for (let k = 0; k < n; k++) {
+        const r = await seed.dequeue('seedwide');
+        if (r) await seed.commit(r.txnid);
+      }
+    });
+    out('dequeue+commit, 10,000 queues: seed design (two calls)', per(seedTake), 'its scripts as written');
+  } finally {
+    await q.close();
+    seedClient.disconnect();
+    await server.stop();
+    if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+  }
+}
