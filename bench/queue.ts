@@ -14,6 +14,8 @@
  * Options (env): BENCH_N (items per throughput run, default 50000),
  *   - one arena on a 3-master Redis Cluster beside one node: Redis CPU per
  *     item per master (bench/cluster-cost.ts).
+ *   - instructions per call (a redis-server under valgrind's callgrind), one
+ *     call at a time, beside the seed design (bench/queue-instructions.ts).
  * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput, cost, cluster or instructions (one part; instructions: bench/queue-instructions.ts, under valgrind, BENCH_CALLS calls per case, default 1,000).
  */
 import { setMaxListeners } from 'node:events';
