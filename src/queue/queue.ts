@@ -248,11 +248,14 @@ export class FairQueue extends ArenaAdmin {
         // may have work now (with several shards: else a lane would stay on
         // its lease's shard for good, and queues on crowded shards would get
         // less). When none may, it goes to the lease's shard if the commit
-        // itself frees work there (its queue was left at its in-flight cap)
-        // or the shard waits for new work anyway, and nowhere yet when the
-        // next work comes at a known time: then the commit goes alone, at
-        // once, and no empty dequeue is spent to carry it.
-        const carry = this.freeing.has(lease) || this.waiting.awaitsNewWork(lease.shard);
+        // may free work there: this lease left its queue at its cap, or the
+        // queue has no rate (only a cap or emptiness holds its next item
+        // back, and a cap any later lease reached this commit frees too:
+        // the freed place is this lane's at once, no idle lane woken), or
+        // the shard waits for new work anyway. Not when the next work is a
+        // rate slot at a known time: the commit goes alone, at once, and no
+        // empty dequeue is spent to carry it.
+        const carry = lease.intervalMs === 0 || this.freeing.has(lease) || this.waiting.awaitsNewWork(lease.shard);
         const first = this.waiting.choose(all) ?? (carry ? lease.shard : undefined);
         if (first !== lease.shard) {
           // (It rides with any other call to its shard in this turn.)

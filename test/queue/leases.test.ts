@@ -121,6 +121,23 @@ describe('leases', () => {
     assert.deepEqual([s.queued, s.leased, s.done], [1, 0, 3]);
   });
 
+  it('an unlimited queue at its in-flight cap: any lease\'s commit rides in the next take, which gets the freed place (one call, nobody woken)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited', maxInFlight: 2 } });
+    await q.enqueue(arena, 'a', ['1', '2', '3', '4']);
+    // The second lease takes the queue to its cap; the first did not, yet its commit frees the cap too.
+    const first = await must(q.dequeue(arena));
+    await must(q.dequeue(arena));
+    const before = await scriptCalls(fx.redis);
+    const wakeups = q.counters.wakeups;
+    const { committed, next } = q.commitAndTake(first);
+    assert.equal(await committed, 'ok');
+    assert.equal((await next)?.item, '3');
+    assert.equal(await scriptCalls(fx.redis), before + 1, 'the commit and the take in one call');
+    assert.equal(q.counters.wakeups, wakeups);
+  });
+
   it("a commit carried in a take hands its slot to the new lease: nothing deleted or added, and the old token is stale for everything", async () => {
     const q = fx.queue();
     const arena = freshArena();
