@@ -35,7 +35,10 @@ async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () =
   const proc = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   // (Valgrind takes a few seconds to start it.)
   for (let i = 0; spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() !== 'PONG'; i++) {
-    if (i > 150) throw new Error('redis-server under valgrind did not start');
+    if (i > 150) {
+      proc.kill('SIGKILL');
+      throw new Error('redis-server under valgrind did not start');
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
   const redis = new Redis({ port, host: '127.0.0.1' });
