@@ -41,10 +41,7 @@ end
 
 -- The freed slots no new lease took, deleted.
 local function release_slots()
-  for i = FREED_TAKEN + 1, #FREED do
-    lease_del(FREED[i])
-    redis.call('ZREM', K_LEXP, FREED[i])
-  end
+  for i = FREED_TAKEN + 1, #FREED do free_slot(FREED[i]) end
   FREED_TAKEN = #FREED
 end
 
@@ -78,8 +75,7 @@ local function commit_leases(parsed, now)
         FREED[#FREED + 1] = slot
       else
         -- (Key-schema 2's: its slot is not given again.)
-        lease_del(slot)
-        redis.call('ZREM', K_LEXP, slot)
+        free_slot(slot)
       end
       if not per_queue[qid] then
         per_queue[qid] = 0

@@ -68,22 +68,22 @@ end
 local function qfetch(qid)
   local st = QCACHE[qid]
   if st then return st end
-  local pre = PREFETCHED[qid]
-  if not pre then
-    local v = redis.call('HMGET', K_STATE, qid, tail_field(qid), head_field(qid))
-    pre = { rec = v[1], tail = v[2], head = v[3] }
-    PREFETCHED[qid] = pre
+  local tf = tail_field(qid)
+  if FIELDC[qid] == nil then
+    local hf = head_field(qid)
+    local v = redis.call('HMGET', K_STATE, qid, tf, hf)
+    FIELDC[qid], FIELDC[tf], FIELDC[hf] = v[1], v[2], v[3]
   end
-  st = qparse(qid, pre.rec)
-  tail_read(qid, st, pre.tail)
+  st = qparse(qid, FIELDC[qid])
+  tail_read(qid, st, FIELDC[tf])
   return st
 end
 
 local function open_tail(qid, st)
   if TAILC[qid] then return TAILC[qid] end
-  local pre = PREFETCHED[qid]
-  if pre then return tail_read(qid, st, pre.tail) end
-  return tail_read(qid, st, redis.call('HGET', K_STATE, tail_field(qid)))
+  local data = FIELDC[tail_field(qid)]
+  if data == nil then data = redis.call('HGET', K_STATE, tail_field(qid)) end
+  return tail_read(qid, st, data)
 end
 
 -- The open and head chunks changed in this call, as field/value pairs for
@@ -174,9 +174,8 @@ local function head_data(qid, st)
   local head = HEADC[qid]
   if not head then
     -- (Nothing read through in this call yet: "<qid>:h" is chunk hc or empty.)
-    local pre = PREFETCHED[qid]
-    local data
-    if pre and pre.head ~= nil then data = pre.head else data = redis.call('HGET', K_STATE, head_field(qid)) end
+    local data = FIELDC[head_field(qid)]
+    if data == nil then data = redis.call('HGET', K_STATE, head_field(qid)) end
     head = { data = data ~= '' and data or nil, dirty = false }
     HEADC[qid] = head
   end

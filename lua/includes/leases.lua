@@ -64,6 +64,12 @@ local function lease_del(slot)
   old_leases_gone()
 end
 
+-- A slot emptied: its record and its place in `lexp`.
+local function free_slot(slot)
+  lease_del(slot)
+  redis.call('ZREM', K_LEXP, slot)
+end
+
 -- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).
 local function lease_expiry(slot, expires)
   redis.call('ZADD', K_LEXP, fmt(expires), slot)
@@ -154,8 +160,7 @@ end
 
 -- Ends a lease's slot (the caller decides where the item goes).
 local function drop_lease(slot, qid)
-  lease_del(slot)
-  redis.call('ZREM', K_LEXP, slot)
+  free_slot(slot)
   local st = qstate(qid)
   st.l = st.l - 1
   qdirty(qid, st)

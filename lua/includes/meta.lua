@@ -35,15 +35,10 @@ end
 local META_FIELDS = { 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases' }
 local META = nil
 local MDIRTY = {}
--- Queue ids whose records the meta read brings along ({qid, with_head}),
--- and what it brought: qid -> { rec = record or false, tail = open chunk or
--- false, head = sealed head chunk or false (nil: not asked for) }
--- (record.lua and items.lua take them from there).
-local PREFETCH = {}
-local PREFETCHED = {}
--- Other fields of the state hash this call has read (leases.lua): field ->
--- value, or false when absent; those named by prefetch_field come with the
--- meta read.
+-- Fields of the state hash this call has read besides the meta fields
+-- (records, chunks, leases: record.lua, items.lua, leases.lua): field ->
+-- value, or false when absent (nil: not read). Those named by prefetch and
+-- prefetch_field before the meta read come with it.
 local FIELDS_WANTED = {}
 local FIELDC = {}
 -- Fields to write with the call's HSET besides meta and records (new
@@ -56,20 +51,21 @@ local UNMARKED = false
 -- A new call: nothing read, nothing changed.
 local function meta_reset()
   META, MDIRTY, UNMARKED = nil, {}, false
-  PREFETCH, PREFETCHED, DEFERRED = {}, {}, {}
-  FIELDS_WANTED, FIELDC = {}, {}
+  DEFERRED, FIELDS_WANTED, FIELDC = {}, {}, {}
 end
 
--- Asks the meta read to bring a queue's record and open chunk along, and
--- its sealed head chunk too when the call will read items (only before the
--- first meta field is read; later, the record is read alone).
-local function prefetch(qid, with_head)
-  if not META then PREFETCH[#PREFETCH + 1] = { qid, with_head } end
-end
-
--- Asks the meta read to bring any other field of the state hash along.
+-- Asks the meta read to bring a field of the state hash along (only before
+-- the first meta field is read; later, the field is read when needed).
 local function prefetch_field(field)
   if not META then FIELDS_WANTED[#FIELDS_WANTED + 1] = field end
+end
+
+-- A queue's record and open chunk, and its sealed head chunk too when the
+-- call will read items (items.lua).
+local function prefetch(qid, with_head)
+  prefetch_field(qid)
+  prefetch_field(qid .. ':t')
+  if with_head then prefetch_field(qid .. ':h') end
 end
 
 -- Key-schema 1 and 2 kept the meta fields in a hash of their own and the
@@ -109,11 +105,6 @@ local function meta()
   local nmeta = #META_FIELDS + 1
   local fields = { 'm' }
   for i = 2, nmeta do fields[i] = META_FIELDS[i - 1] end
-  for _, p in ipairs(PREFETCH) do
-    fields[#fields + 1] = p[1]
-    fields[#fields + 1] = p[1] .. ':t'
-    if p[2] then fields[#fields + 1] = p[1] .. ':h' end
-  end
   for _, f in ipairs(FIELDS_WANTED) do fields[#fields + 1] = f end
   local v = redis.call('HMGET', K_STATE, unpack(fields))
   if v[1] then
@@ -125,21 +116,8 @@ local function meta()
   for i = 2, nmeta do
     if v[i] then META[fields[i]] = v[i] end
   end
-  local at = nmeta
-  for _, p in ipairs(PREFETCH) do
-    local pre = { rec = v[at + 1], tail = v[at + 2] }
-    at = at + 2
-    if p[2] then
-      pre.head = v[at + 1]
-      at = at + 1
-    end
-    PREFETCHED[p[1]] = pre
-  end
-  for _, f in ipairs(FIELDS_WANTED) do
-    at = at + 1
-    FIELDC[f] = v[at]
-  end
-  PREFETCH, FIELDS_WANTED = {}, {}
+  for j, f in ipairs(FIELDS_WANTED) do FIELDC[f] = v[nmeta + j] end
+  FIELDS_WANTED = {}
   if not META.v then adopt_older_meta() end
   return META
 end

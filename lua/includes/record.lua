@@ -60,9 +60,8 @@ end
 -- The record, or nil when the queue id has none.
 local function qstate_if_any(qid)
   if QCACHE[qid] then return QCACHE[qid] end
-  local pre = PREFETCHED[qid]
-  local rec
-  if pre then rec = pre.rec else rec = redis.call('HGET', K_STATE, qid) end
+  local rec = FIELDC[qid]
+  if rec == nil then rec = redis.call('HGET', K_STATE, qid) end
   return rec and qparse(qid, rec) or nil
 end
 
