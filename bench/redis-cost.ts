@@ -16,13 +16,22 @@ import { Redis } from 'ioredis';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
-import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
+import { callsBetween, redisUsage, scriptUsecBetween, totalCalls } from './redis-usage.js';
 import { startSyntheticWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
 /** Redis's cost of one `weir crawl` of `seed`: CPU s and calls by command. */
-async function crawlCost(seed: string, dir: string, concurrency: number): Promise<{ cpu: number; calls: Map<string, number> }> {
+interface CrawlCost {
+  /** Redis CPU s, user + sys. */
+  cpu: number;
+  /** Of it: the kernel's (sockets, epoll) and the script calls' (as Redis times them). */
+  sys: number;
+  scripts: number;
+  calls: Map<string, number>;
+}
+
+async function crawlCost(seed: string, dir: string, concurrency: number): Promise<CrawlCost> {
   const server = await startRedis();
   const redis = new Redis({ port: server.port, host: '127.0.0.1' });
   try {
@@ -36,14 +45,14 @@ async function crawlCost(seed: string, dir: string, concurrency: number): Promis
     });
     if (code !== 0) throw new Error(`weir crawl exited ${code}`);
     const after = await redisUsage(redis);
-    return { cpu: after.cpu - before.cpu, calls: callsBetween(before, after) };
+    return { cpu: after.cpu - before.cpu, sys: after.sys - before.sys, scripts: scriptUsecBetween(before, after) / 1e6, calls: callsBetween(before, after) };
   } finally {
     redis.disconnect();
     await server.destroy();
   }
 }
 
-function report(out: Out, name: string, pages: number, cost: { cpu: number; calls: Map<string, number> }, target: string): void {
+function report(out: Out, name: string, pages: number, cost: CrawlCost, target: string): void {
   const total = totalCalls(cost.calls);
   const top = [...cost.calls]
     .sort((a, b) => b[1] - a[1])
@@ -51,6 +60,8 @@ function report(out: Out, name: string, pages: number, cost: { cpu: number; call
     .map(([k, v]) => `${k.toUpperCase()} ${(v / pages).toFixed(2)}`)
     .join(', ');
   out(`${name}: Redis CPU per page (ms)`, ((cost.cpu * 1000) / pages).toFixed(3), `${pages} pages; target ${target}`);
+  const ms = (s: number): string => ((s * 1000) / pages).toFixed(3);
+  out(`${name}: of it, in script calls (ms)`, ms(cost.scripts), `kernel (sockets, epoll) ${ms(cost.sys)}, the rest (other commands, parsing, replies) ${ms(cost.cpu - cost.sys - cost.scripts)}`);
   out(`${name}: Redis commands per page`, (total / pages).toFixed(2), `target ≤ 10; ${top}`);
 }
 

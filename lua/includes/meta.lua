@@ -19,7 +19,8 @@
 -- Later than any Redis TIME in µs this side of the year 2255: "none".
 local NEVER = 9007199254740991
 -- The numbers every call reads and most calls change, packed in field 'm'
--- (struct '<d' each, in this order): one field to read and write, no
+-- (struct '<d' each, in this order, which meta() and flush_meta spell
+-- out): one field to read and write, no
 -- number turned into text and back (string.format and tonumber cost more
 -- than the commands of a call). A field absent from an older arena is 0.
 local MPACKED = { 'turn', 'gap', 'lastserve', 'queued', 'leased', 'delayed', 'done', 'dead', 'expired', 'enqueued', 'qseq', 'reapat', 'delayat', 'schedat' }
@@ -31,10 +32,13 @@ for i = 1, #MPACKED do
   MPACK_FMT = MPACK_FMT .. 'd'
   IS_PACKED[MPACKED[i]] = true
 end
--- Settings and marks, a field each (clients read some: src/queue/arena-admin.ts).
-local META_FIELDS = { 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases' }
+-- Settings and marks are a field each (clients read some:
+-- src/queue/arena-admin.ts): v, held, maxAttempts, dedupeBits, dedupeHashes,
+-- dedupeSpan, dedupeSet, shards, oldleases (meta() reads them by name).
 local META = nil
+-- The settings changed in this call (field -> true), and whether any packed number was.
 local MDIRTY = {}
+local MPDIRTY = false
 -- Fields of the state hash this call has read besides the meta fields
 -- (records, chunks, leases: record.lua, items.lua, leases.lua): field ->
 -- value, or false when absent (nil: not read). Those named by prefetch and
@@ -50,7 +54,7 @@ local UNMARKED = false
 
 -- A new call: nothing read, nothing changed.
 local function meta_reset()
-  META, MDIRTY, UNMARKED = nil, {}, false
+  META, MDIRTY, MPDIRTY, UNMARKED = nil, {}, false, false
   DEFERRED, FIELDS_WANTED, FIELDC = {}, {}, {}
 end
 
@@ -66,6 +70,21 @@ local function prefetch(qid, with_head)
   prefetch_field(qid)
   prefetch_field(qid .. ':t')
   if with_head then prefetch_field(qid .. ':h') end
+end
+
+-- (Defined before meta(), which reads the fields in: a call may set a
+-- field before reading any, and adopt_older_meta sets them as it reads.)
+local meta
+
+local function mset(field, value)
+  local m = META or meta()
+  if IS_PACKED[field] then
+    m[field] = tonumber(value)
+    MPDIRTY = true
+  else
+    m[field] = value
+    MDIRTY[field] = true
+  end
 end
 
 -- Key-schema 1 and 2 kept the meta fields in a hash of their own and the
@@ -86,37 +105,38 @@ local function adopt_older_meta()
   for f, value in pairs(fields) do
     -- (A field written since, by a client of this version, stays: shards.)
     if IS_PACKED[f] then
-      META[f] = tonumber(value) or 0
-      MDIRTY[f] = true
+      mset(f, tonumber(value) or 0)
     elseif META[f] == nil then
-      META[f] = value
-      MDIRTY[f] = true
+      mset(f, value)
     end
   end
-  if redis.call('EXISTS', K_OLD_LEASES) == 1 then
-    META.oldleases = '1'
-    MDIRTY.oldleases = true
-  end
+  if redis.call('EXISTS', K_OLD_LEASES) == 1 then mset('oldleases', '1') end
 end
 
-local function meta()
+-- (false, Redis's nil in a reply, as Lua's nil: the field is absent.)
+local function present(v)
+  if v then return v end
+  return nil
+end
+
+-- The meta fields and the fields asked for (prefetch) with one HMGET; the
+-- packed numbers unpacked straight into one table made at its full size
+-- (every call does this: no loop, no table grown key by key).
+function meta()
   if META then return META end
-  META = {}
-  local nmeta = #META_FIELDS + 1
-  local fields = { 'm' }
-  for i = 2, nmeta do fields[i] = META_FIELDS[i - 1] end
-  for _, f in ipairs(FIELDS_WANTED) do fields[#fields + 1] = f end
-  local v = redis.call('HMGET', K_STATE, unpack(fields))
+  local v = redis.call('HMGET', K_STATE, 'm', 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases', unpack(FIELDS_WANTED))
+  local turn, gap, lastserve, queued, leased, delayed, done, dead, expired, enqueued, qseq, reapat, delayat, schedat = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
   if v[1] then
-    local nums = { struct.unpack(MPACK_FMT, v[1]) }
-    for i = 1, #MPACKED do META[MPACKED[i]] = nums[i] end
-  else
-    for i = 1, #MPACKED do META[MPACKED[i]] = 0 end
+    turn, gap, lastserve, queued, leased, delayed, done, dead, expired, enqueued, qseq, reapat, delayat, schedat = struct.unpack(MPACK_FMT, v[1])
   end
-  for i = 2, nmeta do
-    if v[i] then META[fields[i]] = v[i] end
-  end
-  for j, f in ipairs(FIELDS_WANTED) do FIELDC[f] = v[nmeta + j] end
+  META = {
+    turn = turn, gap = gap, lastserve = lastserve, queued = queued, leased = leased, delayed = delayed, done = done,
+    dead = dead, expired = expired, enqueued = enqueued, qseq = qseq, reapat = reapat, delayat = delayat, schedat = schedat,
+    v = present(v[2]), held = present(v[3]), maxAttempts = present(v[4]), dedupeBits = present(v[5]), dedupeHashes = present(v[6]),
+    dedupeSpan = present(v[7]), dedupeSet = present(v[8]), shards = present(v[9]), oldleases = present(v[10]),
+  }
+  local wanted = FIELDS_WANTED
+  for j = 1, #wanted do FIELDC[wanted[j]] = v[10 + j] end
   FIELDS_WANTED = {}
   if not META.v then adopt_older_meta() end
   return META
@@ -125,18 +145,19 @@ end
 -- A meta field's value: a number for the packed ones (0 when never set),
 -- else a string, or nil when the arena has none.
 local function mget(field)
-  return meta()[field]
-end
-
-local function mset(field, value)
-  if IS_PACKED[field] then value = tonumber(value) end
-  meta()[field] = value
-  MDIRTY[field] = true
+  return (META or meta())[field]
 end
 
 local function mincr(field, by)
-  local n = tonumber(mget(field) or '0') + by
-  if IS_PACKED[field] then mset(field, n) else mset(field, fmt(n)) end
+  local m = META or meta()
+  if IS_PACKED[field] then
+    local n = m[field] + by
+    m[field] = n
+    MPDIRTY = true
+    return n
+  end
+  local n = tonumber(m[field] or '0') + by
+  mset(field, fmt(n))
   return n
 end
 
@@ -156,28 +177,23 @@ end
 -- that writes anything marks the arena with this version (and, the first
 -- time, the old meta hash too: see adopt_older_meta).
 local function flush_meta(args)
-  if not META or (next(MDIRTY) == nil and #args == 0) then return args end
-  if META.v ~= SCHEMA_VERSION then mset('v', SCHEMA_VERSION) end
+  if not META or (not MPDIRTY and next(MDIRTY) == nil and #args == 0) then return args end
+  local m = META
+  if m.v ~= SCHEMA_VERSION then mset('v', SCHEMA_VERSION) end
   if UNMARKED then
     redis.call('DEL', K_OLD_META)
     redis.call('HSET', K_OLD_META, 'v', SCHEMA_VERSION)
     UNMARKED = false
   end
-  local packed = false
   for f in pairs(MDIRTY) do
-    if IS_PACKED[f] then
-      packed = true
-    else
-      args[#args + 1] = f
-      args[#args + 1] = META[f]
-    end
+    args[#args + 1] = f
+    args[#args + 1] = m[f]
   end
   MDIRTY = {}
-  if packed then
-    local nums = {}
-    for i = 1, #MPACKED do nums[i] = META[MPACKED[i]] end
+  if MPDIRTY then
     args[#args + 1] = 'm'
-    args[#args + 1] = struct.pack(MPACK_FMT, unpack(nums))
+    args[#args + 1] = struct.pack(MPACK_FMT, m.turn, m.gap, m.lastserve, m.queued, m.leased, m.delayed, m.done, m.dead, m.expired, m.enqueued, m.qseq, m.reapat, m.delayat, m.schedat)
+    MPDIRTY = false
   end
   return args
 end
