@@ -109,7 +109,9 @@ ensure_schema()
 -- (The token handed out names the lease's slot, id and queue: leases.lua.)
 local function lease_reply(slot, id, qid, st, item, attempt, expires_ms, served_s)
   local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
-  return { token_of(slot, id, qid), st.name, item, attempt, expires_ms, served_s, string.format('%.3f', st.iv), capped }
+  -- (An interval is mostly whole µs, and most often 0: fmt prints those for a tenth of '%.3f'.)
+  local iv = st.iv % 1 == 0 and fmt(st.iv) or string.format('%.3f', st.iv)
+  return { token_of(slot, id, qid), st.name, item, attempt, expires_ms, served_s, iv, capped }
 end
 
 -- The same call again (a client resending after a lost reply, as ioredis
@@ -331,7 +333,7 @@ local function serve(now, horizon)
         local id = base .. '.' .. (#leases + 1)
         local slot = take_slot() or id
         lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
-        lease_expiry(slot, expires)
+        lease_expiry(slot, expires, expires_s)
         advance(st, served)
         leases[#leases + 1] = lease_reply(slot, id, qid, st, item, attempts + 1, expires_ms, fmt(served))
       end

@@ -60,17 +60,25 @@ argc(first_pos - 1 + n * k, 'shards k g (queue n)... items... positions...')
 for i = first_item, first_pos - 1 do
   if #ARGV[i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. (i - first_item + 1) .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
 end
+-- The bit positions, checked, as BITFIELD's arguments: "SET u1 <p> 1" each
+-- (every one checked before the first write: the BITFIELD calls below are
+-- it). Built with counters, not #t: this loop runs n * k times a call.
+local ops, nops = {}, 0
 if k > 0 then
   local bits = tonumber(mget('dedupeBits') or '0')
   if bits == 0 then raise('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
   local span = tonumber(mget('dedupeSpan') or '') or bits
+  local sharded = span ~= bits
   for j = first_pos, first_pos - 1 + n * k do
-    local p = tonumber(ARGV[j])
+    local arg = ARGV[j]
+    local p = tonumber(arg)
     if p == nil or p % 1 ~= 0 or p < 0 or p >= span then
-      raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(ARGV[j]) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
+      raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(arg) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
     end
-    -- (Rewritten in place: set_bits sends these arguments on to BITFIELD.)
-    if span ~= bits then ARGV[j] = fmt(p % bits) end
+    -- (A shard holds part of the bitmap: position p is its bit p mod dedupeBits.)
+    if sharded then arg = fmt(p % bits) end
+    ops[nops + 1], ops[nops + 2], ops[nops + 3], ops[nops + 4] = 'SET', 'u1', arg, '1'
+    nops = nops + 4
   end
 end
 
@@ -78,21 +86,22 @@ end
 -- on is counted in meta 'dedupeSet' (the filter's fill, for status, without
 -- a BITCOUNT of the whole bitmap).
 local function set_bits()
-  local old, ops = {}, {}
+  local old, nold = nil, 0
   local flipped = 0
-  local last = first_pos - 1 + n * k
-  for j = first_pos, last do
-    ops[#ops + 1] = 'SET'
-    ops[#ops + 1] = 'u1'
-    ops[#ops + 1] = ARGV[j]
-    ops[#ops + 1] = '1'
-    if #ops >= 4 * BITS_PER_BITFIELD or j == last then
-      for _, b in ipairs(redis.call('BITFIELD', K_DEDUPE, unpack(ops))) do
-        old[#old + 1] = b
-        if b == 0 then flipped = flipped + 1 end
+  for i = 1, nops, 4 * BITS_PER_BITFIELD do
+    local got = redis.call('BITFIELD', K_DEDUPE, unpack(ops, i, math.min(i + 4 * BITS_PER_BITFIELD - 1, nops)))
+    -- (One command's reply is the list itself; a call of more bits than one command takes appends.)
+    if not old then
+      old, nold = got, #got
+    else
+      for x = 1, #got do
+        nold = nold + 1
+        old[nold] = got[x]
       end
-      ops = {}
     end
+  end
+  for x = 1, nold do
+    if old[x] == 0 then flipped = flipped + 1 end
   end
   if flipped > 0 and mget('dedupeSet') then mincr('dedupeSet', flipped) end
   return old

@@ -71,8 +71,9 @@ local function free_slot(slot)
 end
 
 -- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).
-local function lease_expiry(slot, expires)
-  redis.call('ZADD', K_LEXP, fmt(expires), slot)
+-- (expires_s: expires as fmt prints it, when the caller has it already.)
+local function lease_expiry(slot, expires, expires_s)
+  redis.call('ZADD', K_LEXP, expires_s or fmt(expires), slot)
   lower_bound('reapat', expires)
 end
 

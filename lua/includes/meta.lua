@@ -113,12 +113,6 @@ local function adopt_older_meta()
   if redis.call('EXISTS', K_OLD_LEASES) == 1 then mset('oldleases', '1') end
 end
 
--- (false, Redis's nil in a reply, as Lua's nil: the field is absent.)
-local function present(v)
-  if v then return v end
-  return nil
-end
-
 -- The meta fields and the fields asked for (prefetch) with one HMGET; the
 -- packed numbers unpacked straight into one table made at its full size
 -- (every call does this: no loop, no table grown key by key).
@@ -129,11 +123,12 @@ function meta()
   if v[1] then
     turn, gap, lastserve, queued, leased, delayed, done, dead, expired, enqueued, qseq, reapat, delayat, schedat = struct.unpack(MPACK_FMT, v[1])
   end
+  -- (`or nil`: a field absent from the reply is false there, nil here.)
   META = {
     turn = turn, gap = gap, lastserve = lastserve, queued = queued, leased = leased, delayed = delayed, done = done,
     dead = dead, expired = expired, enqueued = enqueued, qseq = qseq, reapat = reapat, delayat = delayat, schedat = schedat,
-    v = present(v[2]), held = present(v[3]), maxAttempts = present(v[4]), dedupeBits = present(v[5]), dedupeHashes = present(v[6]),
-    dedupeSpan = present(v[7]), dedupeSet = present(v[8]), shards = present(v[9]), oldleases = present(v[10]),
+    v = v[2] or nil, held = v[3] or nil, maxAttempts = v[4] or nil, dedupeBits = v[5] or nil, dedupeHashes = v[6] or nil,
+    dedupeSpan = v[7] or nil, dedupeSet = v[8] or nil, shards = v[9] or nil, oldleases = v[10] or nil,
   }
   local wanted = FIELDS_WANTED
   for j = 1, #wanted do FIELDC[wanted[j]] = v[10 + j] end
@@ -207,7 +202,7 @@ end
 
 -- Whether a lookup bounded by `field` may find something due at `now`.
 local function bound_passed(field, now)
-  return mget(field) <= now
+  return (META or meta())[field] <= now
 end
 
 -- The earliest score in a sorted set, or nil when it is empty.
