@@ -1,10 +1,15 @@
 --[[
   What every queue script includes: the key block (keys.lua), arguments and
   limits (args.lua), the meta hash (meta.lua), queue records (record.lua), item storage (items.lua),
-  the schedule (schedule.lua), leases (leases.lua) and commits
-  (commits.lua); each included once.
+  the schedule (schedule.lua), leases (leases.lua), commits
+  (commits.lua), and dequeue's steps: work coming due (promote.lua),
+  promises (promises.lua) and serving (serve.lua); each included once. (A
+  function library compiles them once for all scripts; a script sent by
+  EVAL, on Redis 6, carries them all.)
 ]]
 --@include "commits"
+--@include "promote"
+--@include "serve"
 
 -- Every call starts here: its keys bound, and nothing cached from another
 -- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).

@@ -1,0 +1,63 @@
+--[[
+  Work coming due, moved to where a dequeue serves from (dequeue.lua's
+  first steps): retries whose delay is over go back to the head of their
+  queue, and queues whose rate slot has come leave `sched` for the
+  round-robin at their fair turn.
+
+  Fair turns (max-min fairness, as start-time fair queuing). Turns count
+  serves. A rate-limited queue whose slot has come re-enters the
+  round-robin where its turn would be had it stayed in it: one interval's
+  worth of serves (its interval ÷ the arena's recent µs per serve, meta
+  'gap': serve.lua) before the tail, but never ahead of the head. So a queue
+  whose rate is below its fair share (its interval longer than a turn of
+  the round-robin) goes to the head and gets its whole rate however many
+  always-ready queues there are, and one asking for more gets the fair share.
+]]
+--@include "leases"
+
+-- Bounds on the upkeep one call does, so no call can block Redis for long
+-- (and leases.lua's REAP_BATCH).
+local PROMOTE_BATCH = 100
+
+-- Retries whose delay is over go back to the head of their queue.
+local function promote_due_retries(now)
+  if not bound_passed('delayat', now) then return end
+  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_BATCH)
+  for _, t in ipairs(due) do
+    local rec = redis.call('HGET', K_DELAYDATA, t)
+    redis.call('ZREM', K_DELAYED, t)
+    redis.call('HDEL', K_DELAYDATA, t)
+    if rec then
+      local a = string.find(rec, ':', 1, true)
+      local b = string.find(rec, ':', a + 1, true)
+      local c = string.find(rec, ':', b + 1, true)
+      local qid = string.sub(rec, 1, a - 1)
+      local attempts = tonumber(string.sub(rec, a + 1, b - 1))
+      local rlen = tonumber(string.sub(rec, b + 1, c - 1))
+      local st = qstate(qid)
+      st.d = st.d - 1
+      mincr('delayed', -1)
+      push_front(qid, st, string.sub(rec, c + rlen + 1), attempts, string.sub(rec, c + 1, c + rlen))
+      activate(qid, now)
+    end
+  end
+  reset_bound('delayat', K_DELAYED)
+end
+
+-- Queues whose slot has come (or comes within `ahead`) leave `sched`, earliest
+-- first, for the round-robin at their fair turn (see above).
+local function promote_due_queues(horizon)
+  if not bound_passed('schedat', horizon) then return end
+  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
+  if #due == 0 then return reset_bound('schedat', K_SCHED) end
+  local turn, gap = mget('turn'), mget('gap')
+  local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+  local first = tonumber(head[2] or turn)
+  for i, qid in ipairs(due) do
+    redis.call('ZREM', K_SCHED, qid)
+    local skipped = gap > 0 and qstate(qid).iv / gap or math.huge
+    -- (+ i/1000: queues placed together keep their slots' order.)
+    redis.call('ZADD', K_READY, string.format('%.3f', math.max(turn - skipped, first - 1) + i / 1000), qid)
+  end
+  reset_bound('schedat', K_SCHED)
+end

@@ -1,0 +1,152 @@
+--[[
+  Serving: items taken from queues by their turn, each as a lease (dequeue.lua
+  runs these after the upkeep of promote.lua), and the replay of a resent
+  call.
+
+  Ahead. A caller that holds each lease to its slot itself (the crawler's
+  pacer does) passes `ahead`: a slot up to that far in the future may be
+  served now, with servedAt = the slot, and the queue's next slot is counted
+  from that slot, not from whenever the call happened to run. Two servedAt of
+  a queue are never less than its interval apart, and a caller that is late
+  costs only its own slot, never the pace of the slots after it.
+]]
+--@include "promises"
+
+-- Turns a call may spend on queues that turn out not to be servable.
+local POP_TRIES = 16
+-- Weight of the newest serve in the arena's pace estimate (meta 'gap': µs between serves).
+local PACE_WEIGHT = 0.05
+
+-- (capped: the queue is left at its in-flight cap with items waiting, so
+-- this lease's commit frees it: see dequeue.lua's reply.)
+-- (The token handed out names the lease's slot, id and queue: leases.lua.)
+local function lease_reply(slot, id, qid, st, item, attempt, expires_ms, served_s)
+  local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
+  -- (An interval is mostly whole µs, and most often 0: fmt prints those for a tenth of '%.3f'.)
+  local iv = st.iv % 1 == 0 and fmt(st.iv) or string.format('%.3f', st.iv)
+  return { token_of(slot, id, qid), st.name, item, attempt, expires_ms, served_s, iv, capped }
+end
+
+-- The same call again (a client resending after a lost reply, as ioredis
+-- does after a reconnect): the leases this token base was given and still
+-- holds, instead of serving more; nil when the base is new. The original
+-- call put them first in the slots its commits freed, in order, then in
+-- slots of their own ("<base>.<i>"). Their serve time is given as now,
+-- which only makes a caller that keeps spacing from it wait longer.
+local function replay(now, base, parsed, count)
+  local mine = base .. '.'
+  local now_s = fmt(now)
+  local again = { { 0, '', now_s, '', -1 } }
+  local function add(slot, rec)
+    local qid, attempt, item, exp, id = parse_lease(rec)
+    again[#again + 1] = lease_reply(slot, id or slot, qid, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
+  end
+  for _, p in ipairs(parsed) do
+    local rec = lease_get(p[1])
+    if rec then
+      local _, _, _, id = lease_parts(rec)
+      if id and string.sub(id, 1, #mine) == mine then add(p[1], rec) end
+    end
+  end
+  for i = #again, count do
+    local rec = lease_get(mine .. i)
+    if not rec then break end
+    add(mine .. i, rec)
+  end
+  if #again == 1 then return nil end
+  return again
+end
+
+-- The arena's pace after `served` more serves at `now`: a moving average of
+-- the µs between serves (an idle spell counts as at most a second), kept in
+-- meta ('gap', 'lastserve') for the fair-share test (promote.lua).
+local function paced(gap, last, now, served)
+  -- (A clock stepped back counts as no time.)
+  local g = math.max(0, math.min(now - last, 1000000)) / served
+  if last == 0 then return g end
+  return gap + PACE_WEIGHT * (g - gap)
+end
+
+-- Politeness: the next serve of a queue is one interval after this one; the
+-- interval's fraction of a µs is carried to the next. (For an unlimited
+-- queue nx is the last serve: a later, lower rate starts from it.)
+local function advance(st, served)
+  local whole = math.floor(st.iv)
+  st.c = st.c + (st.iv - whole)
+  if st.c >= 1 then
+    whole = whole + 1
+    st.c = st.c - 1
+  end
+  st.nx = served + whole
+end
+
+-- Serves up to `count` items, one per turn. Queue records are cached for
+-- the call (a batch may serve one queue many times) and written once by
+-- flush(); arena counters and the turn counter are summed and written once.
+-- Returns the leases, and the record of the queue the last serve put back
+-- into `ready` (nil if it did not).
+local function serve(now, horizon, base, count, lease_ms, promised)
+  local leases = {}
+  local passed = {}
+  local last_back = nil
+  local turn = mget('turn')
+  local expires = now + lease_ms * 1000
+  local expires_s, expires_ms = fmt(expires), fmt(math.floor(expires / 1000))
+  local taken = 0
+  for _ = 1, count + POP_TRIES do
+    if #leases >= count then break end
+    local qid = next_queue(now, passed, promised)
+    promised = ''
+    if not qid then break end
+    local st = qstate(qid)
+    if servable(st, horizon) then
+      -- Its slot, or now if that has passed: a late call never moves a slot earlier.
+      local served = math.max(now, due_at(st))
+      local item, attempts = take_head(qid, st)
+      st.cl = 0
+      taken = taken + 1
+      -- Every serve is a turn, wherever its queue goes next (promote.lua).
+      turn = turn + 1
+      -- (A missing item only follows outside tampering: it is skipped, counts kept right.)
+      if item then
+        st.l = st.l + 1
+        -- A slot this call's commits freed, else one of its own (leases.lua).
+        local id = base .. '.' .. (#leases + 1)
+        local slot = take_slot() or id
+        lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
+        lease_expiry(slot, expires, expires_s)
+        advance(st, served)
+        leases[#leases + 1] = lease_reply(slot, id, qid, st, item, attempts + 1, expires_ms, fmt(served))
+      end
+      -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
+      last_back = nil
+      if schedulable(st) then
+        if due_at(st) <= horizon then
+          redis.call('ZADD', K_READY, turn, qid)
+          last_back = st
+        else
+          sched_add(qid, due_at(st))
+        end
+      end
+    else
+      -- Not servable after all: let activate() place it, handing it the turn
+      -- counter it numbers with.
+      mset('turn', turn)
+      activate(qid, horizon)
+      turn = mget('turn')
+    end
+  end
+  for _, top in ipairs(passed) do
+    redis.call('ZADD', K_READY, top[2], top[1])
+  end
+  if taken > 0 then
+    mset('gap', paced(mget('gap'), mget('lastserve'), now, taken))
+    mset('lastserve', now)
+    mincr('queued', -taken)
+    mincr('leased', #leases)
+  end
+  if mget('turn') ~= turn then
+    mset('turn', turn)
+  end
+  return leases, last_back
+end
