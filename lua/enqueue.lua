@@ -141,7 +141,7 @@ for _, grp in ipairs(groups) do
   if here > 0 then
     if was_empty then
       now = now or now_us()
-      if activate(grp.qid, now) then woke = true end
+      if activate_parked(grp.qid, now) then woke = true end
     end
     added = added + here
   end

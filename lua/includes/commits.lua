@@ -94,7 +94,7 @@ local function commit_leases(parsed, now)
     st.done = st.done + per_queue[qid]
     qdirty(qid, st)
     -- Only the in-flight cap depends on leases: a queue below it is placed already.
-    if was_capped and activate(qid, now) then woke = true end
+    if was_capped and activate_parked(qid, now) then woke = true end
   end
   if done > 0 then
     mincr('leased', -done)

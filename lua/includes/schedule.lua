@@ -65,3 +65,22 @@ local function activate(qid, now)
   sched_add(qid, at)
   return (first == nil or at < first) and (old == false or tonumber(old) ~= at)
 end
+
+-- activate() for a queue known to be parked (in neither set): one that was
+-- empty before its items came, or at its in-flight cap before a commit.
+-- Nothing to look for or take out of `ready` and `sched` first (a ZSCORE
+-- and a ZREM a page saved). Were the queue somehow in `sched` still, it
+-- would be in both sets for a while: served from `ready` only once
+-- servable() says its slot has come, so never before its rate allows.
+local function activate_parked(qid, now)
+  local st = qstate(qid)
+  if not schedulable(st) then return false end
+  local at = due_at(st)
+  if at <= now then
+    redis.call('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
+    return true
+  end
+  local first = earliest(K_SCHED)
+  sched_add(qid, at)
+  return first == nil or at < first
+end
