@@ -61,9 +61,13 @@ local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 local want_ready = ARGV[7] == '1'
 local commits = {}
 for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
--- The queues this call knows it will touch come with the meta fields.
+-- The queues this call knows it will touch come with the meta fields, and
+-- so does the slot a replay looks in first when none of the commits holds
+-- one of its leases (serve.lua replay): a call without commits (a lane
+-- woken, or starting) would otherwise spend an HGET finding it empty.
 local parsed = prefetch_leases(commits, true)
 if promised ~= '' then prefetch(promised, true) end
+prefetch_field(base .. '.1')
 ensure_schema()
 
 local now = now_us()

@@ -25,17 +25,25 @@ for i, f in ipairs({ 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 
   totals[i] = type(x) == 'number' and fmt(x) or x or ''
 end
 if totals[9] == '' then totals[9] = tostring(DEFAULT_MAX_ATTEMPTS) end
-local last = tonumber(totals[7] == '' and '0' or totals[7])
-local rows = {}
+local last = mget('qseq')
+-- The page's records and rates with one HMGET (a scrape of the status page
+-- or the metrics costs one command per page, not two per queue).
+local fields = {}
 local qid = cursor
-while qid <= last and #rows < count do
-  local s = tostring(qid)
-  local st = qstate(s)
+while qid <= last and qid < cursor + count do
+  local s = fmt(qid)
+  fields[#fields + 1] = s
+  fields[#fields + 1] = s .. ':rate'
+  qid = qid + 1
+end
+local rows = {}
+local got = #fields > 0 and redis.call('HMGET', K_STATE, unpack(fields)) or {}
+for i = 1, #fields, 2 do
+  local st = qparse(fields[i], got[i] or nil)
   rows[#rows + 1] = {
-    st.name, redis.call('HGET', K_STATE, s .. ':rate') or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
+    st.name, got[i + 1] or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
     fmt(st.done), fmt(st.dead), fmt(math.floor(math.max(st.nx, st.p) / 1000)), fmt(math.floor(st.p / 1000)), fmt(st.hold),
   }
-  qid = qid + 1
 end
 local next_cursor = 0
 if qid <= last then next_cursor = qid end
