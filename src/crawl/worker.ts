@@ -66,7 +66,7 @@ export class CrawlWorker {
     private readonly options: WorkerOptions = {},
   ) {
     const log = options.logger;
-    this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs });
+    this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs, lingerMs: options.lingerMs ?? WORKER_DEFAULTS.lingerMs });
     this.keys = crawlKeys(seed.arena, this.queue);
     const localSeen = new LocalSeen(seed.bloom.expectedUrls);
     this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate));

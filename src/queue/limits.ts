@@ -22,6 +22,8 @@ export const LIMITS = {
   maxLeaseMs: 86_400_000,
   /** How far before its slot a lease may be served to a caller that holds it to the slot. */
   maxAheadMs: 1000,
+  /** FairQueueOptions.lingerMs: a call waits at most this long for others to share its script call. */
+  maxLingerMs: 100,
   /** Longest retry delay or pause: a year. */
   maxDelayMs: 31_536_000_000,
   maxAttempts: 1000,

@@ -46,22 +46,31 @@ export class FairQueue extends ArenaAdmin {
   private readonly freeing = new WeakSet<Lease>();
   // Batches are keyed by JSON arrays: no separator a queue name could contain.
   // A dequeue request may carry a lease token to commit first (commitAndTake).
-  private readonly dequeues = new Coalescer<TakeRequest, TakeStep>(async (key, reqs) => {
-    const [arena, tag, shards, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, string, number, number, boolean, number];
-    const count = reqs.filter((r) => r.take).length;
-    if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, count, reqs);
-    // Commits alone (no lease wanted in this turn): the commit script.
-    const outcomes = ((await this.run('commit', tag, reqs.map((r) => r.token as string))) as unknown[]).map(decodeOutcome);
-    return outcomes.map((committed) => ({ lease: null, waitMs: null, committed }));
-  }, LIMITS.maxPerCall);
-  private readonly enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256);
-  private readonly commits = new Coalescer<string, LeaseOutcome>(
-    async (tag, tokens) => ((await this.run('commit', tag, tokens)) as unknown[]).map(decodeOutcome),
-    LIMITS.maxPerCall,
-  );
+  private readonly dequeues: Coalescer<TakeRequest, TakeStep>;
+  private readonly enqueues: Coalescer<EnqueueRequest, number>;
+  private readonly commits: Coalescer<string, LeaseOutcome>;
 
   constructor(client: Redis | Cluster, options: FairQueueOptions = {}) {
     super(client, options.prefix ?? DEFAULTS.prefix);
+    const linger = checkInt('lingerMs', options.lingerMs ?? 0, 0, LIMITS.maxLingerMs);
+    this.dequeues = new Coalescer<TakeRequest, TakeStep>(
+      async (key, reqs) => {
+        const [arena, tag, shards, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, string, number, number, boolean, number];
+        const count = reqs.filter((r) => r.take).length;
+        if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, count, reqs);
+        // Commits alone (no lease wanted in this turn): the commit script.
+        const outcomes = ((await this.run('commit', tag, reqs.map((r) => r.token as string))) as unknown[]).map(decodeOutcome);
+        return outcomes.map((committed) => ({ lease: null, waitMs: null, committed }));
+      },
+      LIMITS.maxPerCall,
+      linger,
+    );
+    this.enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256, linger);
+    this.commits = new Coalescer<string, LeaseOutcome>(
+      async (tag, tokens) => ((await this.run('commit', tag, tokens)) as unknown[]).map(decodeOutcome),
+      LIMITS.maxPerCall,
+      linger,
+    );
     this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
     checkInt('leaseMs', this.leaseMs, 1, LIMITS.maxLeaseMs);
     this.given = options.blockingClient;

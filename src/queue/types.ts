@@ -136,4 +136,11 @@ export interface FairQueueOptions {
   leaseMs?: number;
   /** A client for blocking waits; by default one is made with `client.duplicate()` when first needed. */
   blockingClient?: Redis | Cluster;
+  /**
+   * Most ms a dequeue, commit or enqueue may wait for others to share its
+   * script call when calls of its kind have lately come less than that far
+   * apart (0, the default: only calls made in the same turn of the event
+   * loop share one). See src/queue/coalesce.ts.
+   */
+  lingerMs?: number;
 }

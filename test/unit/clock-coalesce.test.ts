@@ -61,4 +61,39 @@ describe('Coalescer', () => {
     const results = await Promise.allSettled([c.add('k', 1), c.add('k', 2)]);
     assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
   });
+
+  it('with a linger: a call among calls that came close together waits for the next and shares its batch; a lone call waits for nothing', async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, number>((_k, reqs) => {
+      batches.push(reqs);
+      return Promise.resolve(reqs);
+    }, 100, 5_000);
+    const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+    // The first call ever has no gap to go by: it goes at once, not after the linger.
+    const t0 = performance.now();
+    await c.add('k', 0);
+    assert.ok(performance.now() - t0 < 2_500, 'a lone call is not held for the linger');
+    // Calls about 200 ms apart, each answered before the next: the mean gap
+    // is then a few hundred ms (more on a slow machine, far below the 5 s
+    // linger), so a new batch waits that long ...
+    for (let i = 1; i <= 4; i++) {
+      await sleep(200);
+      await c.add('k', i);
+    }
+    // ... and a call 1 ms after the next one joins its batch instead of going alone.
+    void c.add('k', 5);
+    await sleep(1);
+    await c.add('k', 6);
+    assert.deepEqual(batches.at(-1), [5, 6]);
+    // Without a linger (the default) the two would have gone apart.
+    const plain: number[][] = [];
+    const d = new Coalescer<number, number>((_k, reqs) => {
+      plain.push(reqs);
+      return Promise.resolve(reqs);
+    }, 100);
+    void d.add('k', 1);
+    await sleep(1);
+    await d.add('k', 2);
+    assert.deepEqual(plain, [[1], [2]]);
+  });
 });
