@@ -28,6 +28,8 @@ export interface ApiOptions {
   logger?: Logger;
   signal?: AbortSignal;
   leaseMs?: number;
+  /** Most ms a queue call waits for the worker's next to share its script call (default 5; 0: off). */
+  lingerMs?: number;
   /** Keep every request and response in WARC/1.1 files in `dir` (each worker its own files; a new one past `maxBytes`, default 1 GiB). */
   warc?: { dir: string; maxBytes?: number };
 }
@@ -46,6 +48,7 @@ function workerOptions(options: ApiOptions) {
   return {
     concurrency: options.concurrency ?? WORKER_DEFAULTS.concurrency,
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    ...(options.lingerMs !== undefined ? { lingerMs: options.lingerMs } : {}),
     ...(options.onPage ? { onPage: options.onPage } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
