@@ -64,6 +64,11 @@ export class Coalescer<Req, Res> {
     return a.gap < this.maxLingerMs ? a.gap : 0;
   }
 
+  /** Sends every batch now, lingering or not (a queue closing keeps no call waiting on a timer). */
+  flushAll(): void {
+    for (const [key, batch] of [...this.pending]) this.flush(key, batch);
+  }
+
   private flush(key: string, batch: Pending<Req, Res>[]): void {
     if (this.pending.get(key) !== batch) return;
     this.pending.delete(key);

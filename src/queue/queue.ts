@@ -345,6 +345,10 @@ export class FairQueue extends ArenaAdmin {
 
   /** Stops local waits and closes the blocking connections this queue opened. The main client is the caller's. */
   async close(): Promise<void> {
+    // (Calls lingering for company go now, while the client is still the caller's to close.)
+    this.dequeues.flushAll();
+    this.commits.flushAll();
+    this.enqueues.flushAll();
     this.waiting.close();
     for (const b of this.blockers.values()) if (b !== this.given) b.disconnect();
     this.blockers.clear();

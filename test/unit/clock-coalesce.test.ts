@@ -96,4 +96,20 @@ describe('Coalescer', () => {
     await d.add('k', 2);
     assert.deepEqual(plain, [[1], [2]]);
   });
+
+  it('flushAll sends a lingering batch at once', async () => {
+    const sent: number[][] = [];
+    const c = new Coalescer<number, number>((_k, reqs) => {
+      sent.push(reqs);
+      return Promise.resolve(reqs);
+    }, 100, 60_000);
+    await c.add('k', 1);
+    await new Promise((r) => setTimeout(r, 5));
+    // (Calls 5 ms apart: this one's batch would wait for company; flushAll sends it before returning.)
+    const p = c.add('k', 2);
+    assert.deepEqual(sent, [[1]]);
+    c.flushAll();
+    assert.deepEqual(sent, [[1], [2]]);
+    assert.equal(await p, 2);
+  });
 });
