@@ -75,6 +75,14 @@ if k > 0 then
     if p == nil or p % 1 ~= 0 or p < 0 or p >= span then
       raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(arg) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
     end
+    -- Written as BITFIELD reads it, plain decimal: as many digits as the
+    -- number has (tonumber also takes '0x10', ' 16', '016', '1.6e1', which
+    -- BITFIELD refuses, after the bits of an earlier BITFIELD are set).
+    -- (DECIMAL_FLOOR: args.lua. Inline, not a call: this runs n * k times a call.)
+    local lo, hi = DECIMAL_FLOOR[#arg], DECIMAL_FLOOR[#arg + 1]
+    if not (hi and p >= lo and p < hi) then
+      raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
+    end
     -- (A shard holds part of the bitmap: position p is its bit p mod dedupeBits.)
     if sharded then arg = fmt(p % bits) end
     ops[nops + 1], ops[nops + 2], ops[nops + 3], ops[nops + 4] = 'SET', 'u1', arg, '1'

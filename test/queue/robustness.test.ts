@@ -104,6 +104,25 @@ describe('bad input', () => {
     assert.equal(await snapshot(fx.redis, arena), before);
   });
 
+  it('enqueue checks every bit position before it sets any: a number outside the bitmap, or one not in plain decimal, is refused and nothing is written, even past the first BITFIELD of a call', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.configureDedupe(arena, { bits: 4096, hashes: 2 });
+    await q.enqueue(arena, 'a', ['keep'], { dedupe: [[1, 2]] });
+    const runner = new ScriptRunner(fx.redis);
+    const keys = arenaKeys('weir', arena);
+    const before = await snapshot(fx.redis, arena);
+    // 600 items × 2 positions: more than one BITFIELD's worth (1,000), the bad one in the second.
+    const items = Array.from({ length: 600 }, (_, i) => `u${i}`);
+    for (const bad of ['4096', '-1', '1.5', '0x10', '016', ' 16', '1.6e1', '']) {
+      const positions = items.flatMap((_, i) => [String((2 * i) % 4096), String((2 * i + 1) % 4096)]);
+      positions[1100] = bad;
+      await assert.rejects(runner.run('enqueue', keys, [1, 2, 1, 'a', items.length, ...items, ...positions]), { code: 'WEIR_BAD_ARGS' }, `position ${JSON.stringify(bad)}`);
+    }
+    assert.equal(await snapshot(fx.redis, arena), before);
+  });
+
   it('refuses an arena written by another key-schema version', async () => {
     const q = fx.queue();
     const arena = freshArena();
