@@ -29,7 +29,8 @@ end
 -- to d = 11: a number p read from a string of d characters is written in
 -- plain decimal iff DECIMAL_FLOOR[d] <= p < DECIMAL_FLOOR[d + 1] (tonumber
 -- also reads '0x10', ' 16', '016' and '1.6e1', which Redis's commands refuse).
-local DECIMAL_FLOOR = { 0, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000, 10000000000, 100000000000 }
+local DECIMAL_FLOOR = { 0, 10 }
+for d = 3, 12 do DECIMAL_FLOOR[d] = DECIMAL_FLOOR[d - 1] * 10 end
 
 local function now_us()
   local t = redis.call('TIME')
