@@ -32,6 +32,20 @@ describe('RedisClock', () => {
   });
 });
 
+/** A Coalescer whose batch calls answer each request with itself, and the batches it sent. */
+function recording(maxLingerMs?: number): { c: Coalescer<number, number>; sent: number[][] } {
+  const sent: number[][] = [];
+  const c = new Coalescer<number, number>(
+    (_k, reqs) => {
+      sent.push(reqs);
+      return Promise.resolve(reqs);
+    },
+    100,
+    maxLingerMs,
+  );
+  return { c, sent };
+}
+
 describe('Coalescer', () => {
   it('calls with one key in one turn of the event loop go in one batch, in order; other keys apart', async () => {
     const batches: [string, number[]][] = [];
@@ -63,11 +77,7 @@ describe('Coalescer', () => {
   });
 
   it('with a linger: a call among calls that came close together waits for the next and shares its batch; a lone call waits for nothing', async () => {
-    const batches: number[][] = [];
-    const c = new Coalescer<number, number>((_k, reqs) => {
-      batches.push(reqs);
-      return Promise.resolve(reqs);
-    }, 100, 5_000);
+    const { c, sent: batches } = recording(5_000);
     const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
     // The first call ever has no gap to go by: it goes at once, not after the linger.
     const t0 = performance.now();
@@ -86,11 +96,7 @@ describe('Coalescer', () => {
     await c.add('k', 6);
     assert.deepEqual(batches.at(-1), [5, 6]);
     // Without a linger (the default) the two would have gone apart.
-    const plain: number[][] = [];
-    const d = new Coalescer<number, number>((_k, reqs) => {
-      plain.push(reqs);
-      return Promise.resolve(reqs);
-    }, 100);
+    const { c: d, sent: plain } = recording();
     void d.add('k', 1);
     await sleep(1);
     await d.add('k', 2);
@@ -98,11 +104,7 @@ describe('Coalescer', () => {
   });
 
   it('flushAll sends a lingering batch at once', async () => {
-    const sent: number[][] = [];
-    const c = new Coalescer<number, number>((_k, reqs) => {
-      sent.push(reqs);
-      return Promise.resolve(reqs);
-    }, 100, 60_000);
+    const { c, sent } = recording(60_000);
     await c.add('k', 1);
     await new Promise((r) => setTimeout(r, 5));
     // (Calls 5 ms apart: this one's batch would wait for company; flushAll sends it before returning.)
