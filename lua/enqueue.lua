@@ -63,24 +63,26 @@ end
 -- The bit positions, checked, as BITFIELD's arguments: "SET u1 <p> 1" each
 -- (every one checked before the first write: the BITFIELD calls below are
 -- it). Built with counters, not #t: this loop runs n * k times a call.
+-- A position must be written as BITFIELD reads it, in plain decimal digits
+-- (tonumber also takes '0x10', ' 16', '016' and '1e2'). One BITFIELD
+-- refuses a bad one before it sets anything (set_bits turns its refusal
+-- into WEIR_BAD_ARGS), so that is checked here only when the call's
+-- positions take more than one BITFIELD: the first would set its bits
+-- before the next refused.
 local ops, nops = {}, 0
 if k > 0 then
   local bits = tonumber(mget('dedupeBits') or '0')
   if bits == 0 then raise('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
   local span = tonumber(mget('dedupeSpan') or '') or bits
   local sharded = span ~= bits
+  local several = n * k > BITS_PER_BITFIELD
   for j = first_pos, first_pos - 1 + n * k do
     local arg = ARGV[j]
     local p = tonumber(arg)
     if p == nil or p % 1 ~= 0 or p < 0 or p >= span then
       raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(arg) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
     end
-    -- Written as BITFIELD reads it, plain decimal: as many digits as the
-    -- number has (tonumber also takes '0x10', ' 16', '016', '1.6e1', which
-    -- BITFIELD refuses, after the bits of an earlier BITFIELD are set).
-    -- (DECIMAL_FLOOR: args.lua. Inline, not a call: this runs n * k times a call.)
-    local lo, hi = DECIMAL_FLOOR[#arg], DECIMAL_FLOOR[#arg + 1]
-    if not (hi and p >= lo and p < hi) then
+    if several and arg ~= '0' and not string.find(arg, '^[1-9]%d*$') then
       raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
     end
     -- (A shard holds part of the bitmap: position p is its bit p mod dedupeBits.)
@@ -97,7 +99,13 @@ local function set_bits()
   local old, nold = nil, 0
   local flipped = 0
   for i = 1, nops, 4 * BITS_PER_BITFIELD do
-    local got = redis.call('BITFIELD', K_DEDUPE, unpack(ops, i, math.min(i + 4 * BITS_PER_BITFIELD - 1, nops)))
+    local got = redis.pcall('BITFIELD', K_DEDUPE, unpack(ops, i, math.min(i + 4 * BITS_PER_BITFIELD - 1, nops)))
+    -- (Refused whole, nothing set: a position not in plain decimal, see above.
+    -- Any other refusal, say of a key of another type, is Redis's own.)
+    if got.err then
+      if not string.find(got.err, 'bit offset', 1, true) then error(got) end
+      raise('WEIR_BAD_ARGS', 'a bit position is not written in plain decimal digits (' .. got.err .. ')')
+    end
     -- (One command's reply is the list itself; a call of more bits than one command takes appends.)
     if not old then
       old, nold = got, #got

@@ -25,13 +25,6 @@ local function fmt(n)
   return string.format('%.0f', n)
 end
 
--- The least whole number written with d decimal digits (0 for one digit),
--- to d = 11: a number p read from a string of d characters is written in
--- plain decimal iff DECIMAL_FLOOR[d] <= p < DECIMAL_FLOOR[d + 1] (tonumber
--- also reads '0x10', ' 16', '016' and '1.6e1', which Redis's commands refuse).
-local DECIMAL_FLOOR = { 0, 10 }
-for d = 3, 12 do DECIMAL_FLOOR[d] = DECIMAL_FLOOR[d - 1] * 10 end
-
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])

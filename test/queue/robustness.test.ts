@@ -115,10 +115,14 @@ describe('bad input', () => {
     const before = await snapshot(fx.redis, arena);
     // 600 items × 2 positions: more than one BITFIELD's worth (1,000), the bad one in the second.
     const items = Array.from({ length: 600 }, (_, i) => `u${i}`);
-    for (const bad of ['4096', '-1', '1.5', '0x10', '016', ' 16', '1.6e1', '']) {
+    for (const bad of ['4096', '-1', '1.5', '0x10', '016', ' 16', '1.6e1', '1e2', '']) {
       const positions = items.flatMap((_, i) => [String((2 * i) % 4096), String((2 * i + 1) % 4096)]);
       positions[1100] = bad;
       await assert.rejects(runner.run('enqueue', keys, [1, 2, 1, 'a', items.length, ...items, ...positions]), { code: 'WEIR_BAD_ARGS' }, `position ${JSON.stringify(bad)}`);
+    }
+    // One BITFIELD's worth: it refuses a bad position before it sets any bit.
+    for (const bad of ['4096', '-1', '0x10', '016', '1e2']) {
+      await assert.rejects(runner.run('enqueue', keys, [1, 2, 1, 'a', 1, 'x', '5', bad]), { code: 'WEIR_BAD_ARGS' }, `position ${JSON.stringify(bad)} in a small call`);
     }
     assert.equal(await snapshot(fx.redis, arena), before);
   });
