@@ -17,6 +17,9 @@
 -- and how long after its slot a claim lapses (a claimant that died).
 local CLAIM_SCAN = 16
 local CLAIM_GRACE_US = 20000
+-- Bounds on when a retry comes due or a lease expires (meta.lua), each with
+-- the count that says whether there is any: made once, not per call.
+local WAIT_BOUNDS = { 'delayat', 'delayed', 'reapat', 'leased' }
 
 -- The reply's head {waitUs, promised}: when the caller's next call may find
 -- work, and a ready queue or upcoming slot promised to it (see above).
@@ -49,10 +52,10 @@ local function wait_reply(now, promise_ready, mine, ahead)
   -- A retry coming due, a lease expiring: by their bounds (past `now` here,
   -- this call having looked behind any that had passed; a bound below its
   -- set's earliest costs one early call at most), when there are any.
-  for field, count in pairs({ delayat = 'delayed', reapat = 'leased' }) do
-    local e = mget(field)
+  for i = 1, #WAIT_BOUNDS, 2 do
+    local e = mget(WAIT_BOUNDS[i])
     -- (0: never set, nothing known.)
-    if e > 0 and mget(count) > 0 and (w == nil or e < w) then w = e end
+    if e > 0 and mget(WAIT_BOUNDS[i + 1]) > 0 and (w == nil or e < w) then w = e end
   end
   -- The earliest rate slot not promised to another caller.
   -- (None to look at when the bound says `sched` is empty: meta.lua.)

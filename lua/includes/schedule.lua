@@ -40,38 +40,14 @@ local function servable(st, now)
   return schedulable(st) and due_at(st) <= now
 end
 
--- Puts a queue where it belongs: `ready` if it may be served now, `sched` at
--- the time it may be, or in neither (parked) when it is empty, held or at its
--- in-flight cap. Every change to those inputs calls this, so the two sets
--- stay exact and dequeue never has to scan for work. Returns true when the
--- change may let an idle worker do something sooner (so callers signal).
-local function activate(qid, now)
-  local st = qstate(qid)
-  if not schedulable(st) then
-    redis.call('ZREM', K_READY, qid)
-    sched_rem(qid)
-    return false
-  end
-  local at = due_at(st)
-  if at <= now then
-    if redis.call('ZSCORE', K_READY, qid) then return false end
-    sched_rem(qid)
-    redis.call('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
-    return true
-  end
-  redis.call('ZREM', K_READY, qid)
-  local first = earliest(K_SCHED)
-  local old = redis.call('ZSCORE', K_SCHED, qid)
-  sched_add(qid, at)
-  return (first == nil or at < first) and (old == false or tonumber(old) ~= at)
-end
-
--- activate() for a queue known to be parked (in neither set): one that was
--- empty before its items came, or at its in-flight cap before a commit.
--- Nothing to look for or take out of `ready` and `sched` first (a ZSCORE
--- and a ZREM a page saved). Were the queue somehow in `sched` still, it
--- would be in both sets for a while: served from `ready` only once
--- servable() says its slot has come, so never before its rate allows.
+-- Puts a queue known to be parked (in neither set) where it belongs: one
+-- that was empty before its items came, or at its in-flight cap before a
+-- commit, skips the look for it in `ready` and `sched` (a ZSCORE and a ZREM
+-- a page); activate() below is this after that look. Were the queue
+-- somehow in `sched` still, it would be in both sets for a while: served
+-- from `ready` only once servable() says its slot has come, so never
+-- before its rate allows. Returns true when it may let an idle worker do
+-- something sooner (so callers signal).
 local function activate_parked(qid, now)
   local st = qstate(qid)
   if not schedulable(st) then return false end
@@ -83,4 +59,27 @@ local function activate_parked(qid, now)
   local first = earliest(K_SCHED)
   sched_add(qid, at)
   return first == nil or at < first
+end
+
+-- Puts a queue where it belongs: `ready` if it may be served now, `sched` at
+-- the time it may be, or in neither (parked) when it is empty, held or at its
+-- in-flight cap. Every change to those inputs calls this, so the two sets
+-- stay exact and dequeue never has to scan for work. Returns true when the
+-- change may let an idle worker do something sooner (so callers signal):
+-- not when it was in `ready` already, or in `sched` at the same time.
+local function activate(qid, now)
+  local st = qstate(qid)
+  if not schedulable(st) then
+    redis.call('ZREM', K_READY, qid)
+    sched_rem(qid)
+    return false
+  end
+  if due_at(st) <= now then
+    if redis.call('ZSCORE', K_READY, qid) then return false end
+    sched_rem(qid)
+    return activate_parked(qid, now)
+  end
+  redis.call('ZREM', K_READY, qid)
+  local old = redis.call('ZSCORE', K_SCHED, qid)
+  return activate_parked(qid, now) and (old == false or tonumber(old) ~= due_at(st))
 end
