@@ -39,9 +39,11 @@ local function take_slot()
   return FREED[FREED_TAKEN]
 end
 
--- The freed slots no new lease took, deleted.
+-- The freed slots no new lease took, deleted (together: a call that
+-- carries more commits than it serves leases has several).
 local function release_slots()
-  for i = FREED_TAKEN + 1, #FREED do free_slot(FREED[i]) end
+  if FREED_TAKEN >= #FREED then return end
+  free_slots({ unpack(FREED, FREED_TAKEN + 1) })
   FREED_TAKEN = #FREED
 end
 

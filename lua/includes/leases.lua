@@ -70,6 +70,19 @@ local function free_slot(slot)
   redis.call('ZREM', K_LEXP, slot)
 end
 
+-- Slots emptied, as free_slot does each, in one command per key.
+local function free_slots(slots)
+  for _, slot in ipairs(slots) do
+    DEFERRED[slot] = nil
+    FIELDC[slot] = false
+  end
+  if redis.call('HDEL', K_STATE, unpack(slots)) < #slots and old_leases() then
+    redis.call('HDEL', K_OLD_LEASES, unpack(slots))
+    old_leases_gone()
+  end
+  redis.call('ZREM', K_LEXP, unpack(slots))
+end
+
 -- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).
 -- (expires_s: expires as fmt prints it, when the caller has it already.)
 local function lease_expiry(slot, expires, expires_s)
