@@ -1,5 +1,6 @@
 --[[
-  dequeue: lease up to `count` items by the arena's fair, rate-limited schedule.
+  dequeue: lease up to `count` items by the arena's fair, rate-limited schedule
+  (and up to `spare` more from queues without a rate).
 
   KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  lease token base chosen by the client (8..48 bytes, random, no ':'
@@ -17,7 +18,10 @@
   ARGV[7]  '1' to be told how many queues are ready (the reply's readyCount:
            a client spreading its calls over an arena's shards weighs each
            shard by it), else ''
-  ARGV[8..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
+  ARGV[8]  spare: most leases to hand out beyond `count`, each from a queue
+           without a rate that is due now (count + spare <= MAX_PER_CALL):
+           a client keeps them for its next takes (serve.lua)
+  ARGV[9..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
            with one URL ends its lease and asks for the next in one call
 
   Steps, all on Redis time: reap expired leases, commit the tokens given,
@@ -46,8 +50,8 @@
 ]]
 --@include "arena"
 
-if #ARGV < 7 or #ARGV > 7 + MAX_PER_CALL then
-  raise('WEIR_BAD_ARGS', 'expected 7 arguments (token leaseMs woken count promised ahead readyCount) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
+if #ARGV < 8 or #ARGV > 8 + MAX_PER_CALL then
+  raise('WEIR_BAD_ARGS', 'expected 8 arguments (token leaseMs woken count promised ahead readyCount spare) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
 end
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
@@ -59,8 +63,9 @@ local promised = str_arg(5, 'promised', 20, true)
 if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_ARGS', 'promised must be a queue id') end
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 local want_ready = ARGV[7] == '1'
+local spare = int_arg(8, 'spare', 0, MAX_PER_CALL - count)
 local commits = {}
-for i = 8, #ARGV do commits[#commits + 1] = str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
+for i = 9, #ARGV do commits[#commits + 1] = str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
 -- The queues this call knows it will touch come with the meta fields, and
 -- so does the slot a replay looks in first when none of the commits holds
 -- one of its leases (serve.lua replay): a call without commits (a lane
@@ -80,7 +85,7 @@ local any_committed = false
 for _, c in ipairs(committed) do
   if c == 1 then any_committed = true end
 end
-local again = not any_committed and replay(now, base, parsed, count)
+local again = not any_committed and replay(now, base, parsed, count + spare)
 if again then
   again[1][4] = string.rep('1', #commits)
   flush()
@@ -91,13 +96,13 @@ promote_due_retries(now)
 promote_due_queues(horizon)
 local held = mget('held') == '1'
 local leases, last_back = {}, nil
-if not held then leases, last_back = serve(now, horizon, base, count, lease_ms, promised) end
+if not held then leases, last_back = serve(now, horizon, base, count, spare, lease_ms, promised) end
 -- Every lease asked for served, the last from an unlimited queue that went
 -- straight back to the ready set (the call ended there): more is ready now,
 -- and an unlimited queue is never promised, so the reply needs no look at
 -- the schedule.
 local head
-if #leases == count and last_back and last_back.iv == 0 then
+if #leases >= count and last_back and last_back.iv == 0 then
   head = { 0, '' }
 else
   head = wait_reply(now, not held, promised, ahead)

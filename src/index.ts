@@ -30,6 +30,8 @@ export interface ApiOptions {
   leaseMs?: number;
   /** Most ms a queue call waits for the worker's next to share its script call (default 5; 0: off). */
   lingerMs?: number;
+  /** Leases of domains without a rate a take may bring for the worker's next lanes (default 4; 0: off). */
+  spareLeases?: number;
   /** Keep every request and response in WARC/1.1 files in `dir` (each worker its own files; a new one past `maxBytes`, default 1 GiB). */
   warc?: { dir: string; maxBytes?: number };
 }
@@ -49,6 +51,7 @@ function workerOptions(options: ApiOptions) {
     concurrency: options.concurrency ?? WORKER_DEFAULTS.concurrency,
     ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
     ...(options.lingerMs !== undefined ? { lingerMs: options.lingerMs } : {}),
+    ...(options.spareLeases !== undefined ? { spareLeases: options.spareLeases } : {}),
     ...(options.onPage ? { onPage: options.onPage } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.signal ? { signal: options.signal } : {}),

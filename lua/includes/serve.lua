@@ -80,12 +80,30 @@ local function advance(st, served)
   st.nx = served + whole
 end
 
--- Serves up to `count` items, one per turn. Queue records are cached for
--- the call (a batch may serve one queue many times) and written once by
--- flush(); arena counters and the turn counter are summed and written once.
--- Returns the leases, and the record of the queue the last serve put back
--- into `ready` (nil if it did not).
-local function serve(now, horizon, base, count, lease_ms, promised)
+-- A spare lease's queue: the head of the round-robin when it has no rate,
+-- is due now and claimed by no promise; else nil, the head left in its
+-- place (a rate-limited slot is never a spare: a caller may hold a spare a
+-- while before acting on it, and a slot is only good at its time).
+local function next_spare(now)
+  local top = redis.call('ZPOPMIN', K_READY)
+  if not top[1] then return nil end
+  local st = qfetch(top[1])
+  if st.iv == 0 and st.cl <= now and servable(st, now) then return top[1] end
+  redis.call('ZADD', K_READY, top[2], top[1])
+  return nil
+end
+
+-- Serves up to `count` items, one per turn, then up to `spare` more while
+-- the round-robin's next queue has no rate (next_spare): a caller with
+-- several lanes keeps those for its next lanes, one call for several pages.
+-- Spares are looked for only after every lease asked for was served and
+-- the last from a queue without a rate, so an arena of rate-limited queues
+-- pays nothing for them. Queue records are cached for the call (a batch may
+-- serve one queue many times) and written once by flush(); arena counters
+-- and the turn counter are summed and written once. Returns the leases,
+-- and the record of the queue the last serve put back into `ready` (nil if
+-- it did not).
+local function serve(now, horizon, base, count, spare, lease_ms, promised)
   local leases = {}
   local passed = {}
   local last_back = nil
@@ -93,10 +111,14 @@ local function serve(now, horizon, base, count, lease_ms, promised)
   local expires = now + lease_ms * 1000
   local expires_s, expires_ms = fmt(expires), fmt(math.floor(expires / 1000))
   local taken = 0
-  for _ = 1, count + POP_TRIES do
-    if #leases >= count then break end
-    local qid = next_queue(now, passed, promised)
-    promised = ''
+  for _ = 1, count + spare + POP_TRIES do
+    local qid
+    if #leases < count then
+      qid = next_queue(now, passed, promised)
+      promised = ''
+    elseif #leases < count + spare and last_back and last_back.iv == 0 then
+      qid = next_spare(now)
+    end
     if not qid then break end
     local st = qstate(qid)
     if servable(st, horizon) then

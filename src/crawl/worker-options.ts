@@ -22,6 +22,14 @@ export const WORKER_DEFAULTS = {
    * at a few ms a page where pages take tens or hundreds.
    */
   lingerMs: 5,
+  /**
+   * Leases a lane's take may ask for beyond its own, kept for the worker's
+   * next lanes (FairQueueOptions.spareLeases; at most concurrency − 1): only
+   * from domains without a rate, so no slot is held. Lanes that finish one
+   * after another then take several pages in one script call, without
+   * waiting for each other.
+   */
+  spareLeases: 4,
   /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
   drainCheckMs: 500,
 } as const;
@@ -44,6 +52,8 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** See WORKER_DEFAULTS.lingerMs; 0: only calls made in the same turn of the event loop share one. */
   lingerMs?: number;
+  /** See WORKER_DEFAULTS.spareLeases; 0: each lane takes only its own. */
+  spareLeases?: number;
   exitWhenDone?: boolean;
   out?: JsonlWriter;
   logger?: Logger;

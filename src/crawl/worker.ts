@@ -66,7 +66,12 @@ export class CrawlWorker {
     private readonly options: WorkerOptions = {},
   ) {
     const log = options.logger;
-    this.queue = new FairQueue(redis, { leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs, lingerMs: options.lingerMs ?? WORKER_DEFAULTS.lingerMs });
+    const lanes = options.concurrency ?? WORKER_DEFAULTS.concurrency;
+    this.queue = new FairQueue(redis, {
+      leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs,
+      lingerMs: options.lingerMs ?? WORKER_DEFAULTS.lingerMs,
+      spareLeases: Math.min(options.spareLeases ?? WORKER_DEFAULTS.spareLeases, Math.max(0, lanes - 1)),
+    });
     this.keys = crawlKeys(seed.arena, this.queue);
     const localSeen = new LocalSeen(seed.bloom.expectedUrls);
     this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate));
@@ -154,11 +159,14 @@ export class CrawlWorker {
 
   /**
    * One lane: take a lease, decide, settle; again until stopped. A lease
-   * done with is committed in the same call that takes the next one.
+   * done with is committed in the same call that takes the next one (or,
+   * when the next is a spare, on a later call: its settling then goes on
+   * beside the next lease, finished before the lane settles another).
    */
   private async lane(): Promise<void> {
     let failures = 0;
     let done: Decided | null = null;
+    let settling: Promise<null> = Promise.resolve(null);
     const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs };
     while (!this.stop.signal.aborted) {
       let lease: Lease | null;
@@ -166,8 +174,9 @@ export class CrawlWorker {
       done = null;
       try {
         if (carried) {
+          await settling;
           const { committed, next } = this.queue.commitAndTake(carried.ctx.lease, options);
-          await this.settle(carried, committed);
+          settling = this.settle(carried, committed);
           lease = await next;
         } else {
           lease = await this.queue.take(this.seed.arena, options);
@@ -185,6 +194,7 @@ export class CrawlWorker {
       const decided = await this.handle(lease);
       done = decided.outcome.kind === 'commit' ? decided : await this.settle(decided);
     }
+    await settling;
     if (done) await this.settle(done);
   }
 

@@ -1,6 +1,6 @@
 /**
  * Everything about an arena but its leases: its shard layout, limits,
- * dedupe bitmap, holds, dead letter, stats and deletion, each sent to the
+ * dedupe bitmap, holds and pauses, dead letter, stats and deletion, each sent to the
  * shard it concerns or to all of them (src/queue/shards.ts). FairQueue
  * (queue.ts) adds enqueue, dequeue and leases on top.
  */
@@ -174,6 +174,25 @@ export class ArenaAdmin {
     const layout = await this.layout(arena);
     const tags = queue === undefined ? layout.tags : [this.tagOf(layout, queue)];
     for (const tag of tags) await this.run('hold', tag, [on, queue ?? '']);
+  }
+
+  /** No dequeue from `queue` for `ms` from now (Redis time); a later end wins. Returns the end, ms since the epoch. */
+  async pause(arena: string, queue: string, ms: number): Promise<number> {
+    checkName('queue name', queue);
+    checkInt('ms', ms, 0, LIMITS.maxDelayMs);
+    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, '']));
+  }
+
+  /**
+   * Moves the end of a pause this caller set (`pause` returned `end`) to
+   * `ms` from now, earlier or later, unless another pause has moved it since.
+   * Returns the pause's end now.
+   */
+  async repause(arena: string, queue: string, end: number, ms: number): Promise<number> {
+    checkName('queue name', queue);
+    checkInt('ms', ms, 0, LIMITS.maxDelayMs);
+    checkInt('end', end, 0, Number.MAX_SAFE_INTEGER);
+    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, end]));
   }
 
   /** A page of the dead letter, oldest first (with several shards: shard by shard, oldest first in each). */

@@ -24,6 +24,8 @@ export const LIMITS = {
   maxAheadMs: 1000,
   /** FairQueueOptions.lingerMs: a call waits at most this long for others to share its script call. */
   maxLingerMs: 100,
+  /** FairQueueOptions.spareLeases: leases a take may ask for beyond its own. */
+  maxSpareLeases: 64,
   /** Longest retry delay or pause: a year. */
   maxDelayMs: 31_536_000_000,
   maxAttempts: 1000,
@@ -47,6 +49,8 @@ export const DEFAULTS = {
   timerWaitMaxMs: 250,
   /** How long `take` blocks for new work in an idle arena before dequeuing again to re-check. */
   idleCheckMs: 5000,
+  /** A commit waiting to ride on the next dequeue to its shard (a lane took a spare lease) goes alone after this long. */
+  commitRideMs: 20,
 } as const;
 
 const luaName = (key: string): string => key.replace(/([A-Z])/g, '_$1').toUpperCase();

@@ -10,6 +10,7 @@ import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
 import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions } from './types.js';
 import { ReplicaWait } from './replicas.js';
+import { handBackOrder, RidingCommits, SpareLeases } from './spares.js';
 import { Waiting } from './waiting.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
@@ -49,15 +50,19 @@ export class FairQueue extends ArenaAdmin {
   private readonly dequeues: Coalescer<TakeRequest, TakeStep>;
   private readonly enqueues: Coalescer<EnqueueRequest, number>;
   private readonly commits: Coalescer<string, LeaseOutcome>;
+  /** Leases served beyond those asked for, for the next takes (spareLeases), and the commits of lanes that took one. */
+  private readonly spareLeases: number;
+  private readonly spares = new SpareLeases();
+  private readonly riding: RidingCommits;
 
   constructor(client: Redis | Cluster, options: FairQueueOptions = {}) {
     super(client, options.prefix ?? DEFAULTS.prefix);
     const linger = checkInt('lingerMs', options.lingerMs ?? 0, 0, LIMITS.maxLingerMs);
     this.dequeues = new Coalescer<TakeRequest, TakeStep>(
       async (key, reqs) => {
-        const [arena, tag, shards, leaseMs, woken, aheadMs] = JSON.parse(key) as [string, string, number, number, boolean, number];
+        const [arena, tag, shards, leaseMs, woken, aheadMs, spares] = JSON.parse(key) as [string, string, number, number, boolean, number, boolean];
         const count = reqs.filter((r) => r.take).length;
-        if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, count, reqs);
+        if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, count, reqs, spares);
         // Commits alone (no lease wanted in this turn): the commit script.
         const outcomes = ((await this.run('commit', tag, reqs.map((r) => r.token as string))) as unknown[]).map(decodeOutcome);
         return outcomes.map((committed) => ({ lease: null, waitMs: null, committed }));
@@ -71,6 +76,8 @@ export class FairQueue extends ArenaAdmin {
       LIMITS.maxPerCall,
       linger,
     );
+    this.spareLeases = checkInt('spareLeases', options.spareLeases ?? 0, 0, LIMITS.maxSpareLeases);
+    this.riding = new RidingCommits((tag, token) => this.commits.add(tag, token), DEFAULTS.commitRideMs);
     this.leaseMs = options.leaseMs ?? DEFAULTS.leaseMs;
     checkInt('leaseMs', this.leaseMs, 1, LIMITS.maxLeaseMs);
     this.given = options.blockingClient;
@@ -148,8 +155,8 @@ export class FairQueue extends ArenaAdmin {
   }
 
   /** One shard's dequeue call, merged with others to the same shard in this turn of the event loop. */
-  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, take = true): Promise<TakeStep> {
-    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs]), { token: carried, take });
+  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, take = true, spares = false): Promise<TakeStep> {
+    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs, spares && this.spareLeases > 0]), { token: carried, take });
   }
 
   /** Up to `count` leases in one script call per shard, served turn by turn as single calls would be. */
@@ -174,24 +181,41 @@ export class FairQueue extends ArenaAdmin {
     };
   }
 
-  /** `count` leases; with `reqs`, one result per request (its lease if it takes one, its commit's outcome if it carries a token). */
-  private async dequeueBatch(shard: { arena: string; tag: string; shards: number }, o: Required<DequeueOptions>, count: number, reqs: readonly TakeRequest[] = []): Promise<TakeStep[]> {
+  /**
+   * `count` leases; with `reqs`, one result per request (its lease if it
+   * takes one, its commit's outcome if it carries a token). With `spares`,
+   * up to spareLeases more kept for the next takes, and the commits riding
+   * to this shard go along.
+   */
+  private async dequeueBatch(shard: { arena: string; tag: string; shards: number }, o: Required<DequeueOptions>, count: number, reqs: readonly TakeRequest[] = [], spares = false): Promise<TakeStep[]> {
     const { arena, tag } = shard;
     const base = randomBytes(12).toString('base64url');
     const sentAt = performance.now();
     const tokens = reqs.map((r) => r.token).filter((t): t is string => t !== null);
+    // (None while a take of this client waits for work: it would not see them.)
+    const spare = spares && !this.waiting.anySleeping ? Math.min(LIMITS.maxPerCall - count, Math.max(0, this.spareLeases - this.spares.count(arena))) : 0;
+    const riders = this.riding.board(tag, LIMITS.maxPerCall - tokens.length);
     // (With several shards, ask for the ready count: the shard's weight in takes.)
-    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(tag), Math.round(o.aheadMs * 1000), shard.shards > 1 ? '1' : '', ...tokens];
-    const reply = decodeDequeue(await this.run('dequeue', tag, args));
+    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(tag), Math.round(o.aheadMs * 1000), shard.shards > 1 ? '1' : '', spare, ...tokens, ...riders.tokens];
+    let reply: ReturnType<typeof decodeDequeue>;
+    try {
+      reply = decodeDequeue(await this.run('dequeue', tag, args));
+    } catch (err) {
+      riders.fail(err);
+      throw err;
+    }
+    riders.settle(reply.committed.slice(tokens.length));
     this.clock.sample(reply.nowMs, sentAt, performance.now());
     this.counters.dequeues++;
-    const results: DequeueResult[] = reply.leases.map(({ capped, ...l }) => {
+    const served: DequeueResult[] = reply.leases.map(({ capped, ...l }) => {
       const lease: Lease = { arena, shard: tag, ...l, localServedAt: this.clock.toLocal(l.servedAt) };
       if (capped) this.freeing.add(lease);
       return { lease, waitMs: 0 };
     });
-    this.counters.leases += results.length;
-    if (results.length === 0) this.counters.emptyDequeues++;
+    const results = served.slice(0, count);
+    this.spares.put(served.slice(count).map((r) => r.lease as Lease));
+    this.counters.leases += served.length;
+    if (served.length === 0) this.counters.emptyDequeues++;
     const waitMs = reply.waitUs === null ? null : reply.waitUs / 1000;
     this.waiting.noteReply(tag, waitMs === null ? null : this.clock.toLocal(reply.nowMs) + waitMs, reply.promised, reply.readyCount);
     while (results.length < count) results.push({ lease: null, waitMs });
@@ -209,11 +233,13 @@ export class FairQueue extends ArenaAdmin {
    * help. Resolves null only when `signal` aborts.
    */
   async take(arena: string, options: TakeOptions = {}): Promise<Lease | null> {
+    const spare = this.spareOf(arena, options.signal);
+    if (spare) return spare;
     const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
     const layout = () => this.layout(arena);
     return this.waiting.take(
       async () => (await layout()).tags,
-      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs }), null),
+      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs }), null, true, true),
       options.signal,
     );
   }
@@ -228,10 +254,8 @@ export class FairQueue extends ArenaAdmin {
    */
   commitAndTake(lease: Lease, options: TakeOptions = {}): { committed: Promise<LeaseOutcome>; next: Promise<Lease | null> } {
     validateArenaName(lease.arena);
-    if (options.signal?.aborted) {
-      const committed = this.commit(lease);
-      return { committed, next: committed.then(() => null) };
-    }
+    const callless = this.commitAndTakeWithoutCall(lease, options.signal);
+    if (callless) return callless;
     const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
     const o = this.dequeueOptions({ leaseMs, aheadMs });
     let token: string | null = lease.token;
@@ -242,7 +266,7 @@ export class FairQueue extends ArenaAdmin {
       const carried = tag === lease.shard ? token : null;
       if (carried) token = null;
       try {
-        const r = await this.dequeueOn(lease.arena, tag, (await this.layout(lease.arena)).shards, { ...o, woken }, carried);
+        const r = await this.dequeueOn(lease.arena, tag, (await this.layout(lease.arena)).shards, { ...o, woken }, carried, true, true);
         if (carried) settle?.resolve(r.committed ?? 'stale');
         return r;
       } catch (err) {
@@ -287,6 +311,31 @@ export class FairQueue extends ArenaAdmin {
     return { committed, next };
   }
 
+  /**
+   * commitAndTake when it makes no dequeue call: stopped (the commit goes
+   * alone), or a spare held (taken at once; the commit rides on the next
+   * call to its shard, unless it frees a queue's in-flight cap: that goes
+   * now, with a take). Else null.
+   */
+  private commitAndTakeWithoutCall(lease: Lease, signal?: AbortSignal): { committed: Promise<LeaseOutcome>; next: Promise<Lease | null> } | null {
+    if (signal?.aborted) {
+      const committed = this.commit(lease);
+      return { committed, next: committed.then(() => null) };
+    }
+    const spare = this.freeing.has(lease) ? null : this.spareOf(lease.arena, signal);
+    if (!spare) return null;
+    const committed = this.riding.add(lease.shard, lease.token);
+    committed.catch(() => undefined);
+    return { committed, next: Promise.resolve(spare) };
+  }
+
+  /** A spare lease of `arena` still young enough to hand out, or null (spares too old are handed back). */
+  private spareOf(arena: string, signal?: AbortSignal): Lease | null {
+    if (this.spareLeases === 0 || signal?.aborted) return null;
+    // (A failed hand-back leaves the lease to expire: its item comes back then.)
+    return this.spares.take(arena, this.clock.toRedis(performance.now()), (old) => handBackOrder(old).forEach((l) => void this.release(l).catch(() => undefined)));
+  }
+
   /** Ends a lease as done. Commits of one arena made in one turn of the event loop go in one script call. */
   async commit(lease: Lease): Promise<LeaseOutcome> {
     validateArenaName(lease.arena);
@@ -324,34 +373,18 @@ export class FairQueue extends ArenaAdmin {
     return decodeOutcome(await this.run('fail', lease.shard, [lease.token, checkReason(reason)]));
   }
 
-  /** No dequeue from `queue` for `ms` from now (Redis time); a later end wins. Returns the end, ms since the epoch. */
-  async pause(arena: string, queue: string, ms: number): Promise<number> {
-    checkName('queue name', queue);
-    checkInt('ms', ms, 0, LIMITS.maxDelayMs);
-    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, '']));
-  }
-
-  /**
-   * Moves the end of a pause this caller set (`pause` returned `end`) to
-   * `ms` from now, earlier or later, unless another pause has moved it since.
-   * Returns the pause's end now.
-   */
-  async repause(arena: string, queue: string, end: number, ms: number): Promise<number> {
-    checkName('queue name', queue);
-    checkInt('ms', ms, 0, LIMITS.maxDelayMs);
-    checkInt('end', end, 0, Number.MAX_SAFE_INTEGER);
-    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, end]));
-  }
-
   /** Stops local waits and closes the blocking connections this queue opened. The main client is the caller's. */
   async close(): Promise<void> {
-    // (Calls lingering for company go now, while the client is still the caller's to close.)
+    // (Calls lingering for company go now, while the client is still the caller's to close;
+    // spare leases are handed back, their items to the heads of their queues.)
+    const spares = this.spares.drain();
+    this.riding.flushAll();
     this.dequeues.flushAll();
     this.commits.flushAll();
     this.enqueues.flushAll();
     this.waiting.close();
     for (const b of this.blockers.values()) if (b !== this.given) b.disconnect();
     this.blockers.clear();
-    await Promise.resolve();
+    await Promise.all(handBackOrder(spares).map((l) => this.release(l).catch(() => 'stale')));
   }
 }

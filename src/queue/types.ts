@@ -143,4 +143,14 @@ export interface FairQueueOptions {
    * loop share one). See src/queue/coalesce.ts.
    */
   lingerMs?: number;
+  /**
+   * Leases `take` and `commitAndTake` may ask for beyond their own, kept for
+   * this client's next takes (src/queue/spares.ts): only ever from queues
+   * without a rate that are due, so holding one breaks no slot. A take that
+   * finds one spends no script call, and the commit it would have carried
+   * rides on the next call to its shard (or goes alone within
+   * DEFAULTS.commitRideMs). For a client with several lanes; 0 (the default)
+   * for none.
+   */
+  spareLeases?: number;
 }

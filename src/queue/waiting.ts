@@ -29,6 +29,8 @@ export class Waiting {
   private readonly promises = new Map<string, string[]>();
   /** Per shard tag: ready queues at its last reply (the shard's weight), and its smooth weighted round-robin credit. */
   private readonly weights = new Map<string, { ready: number; credit: number }>();
+  /** Takes now waiting for work (a timer or the wake lists), not calling. */
+  private sleeping = 0;
 
   constructor(
     private readonly blocker: (tag: string) => Redis | Cluster,
@@ -72,13 +74,27 @@ export class Waiting {
       const all = await tags();
       // Wait first if the last replies said nothing is ready yet: no empty
       // call is spent to learn what the scripts already told us.
-      next ??= this.pick(all) ?? (await this.waitAny(all, signal));
+      next ??= this.pick(all) ?? (await this.sleep(all, signal));
       if (signal?.aborted) break;
       const r = await dequeue(next.tag, next.woken);
       next = undefined;
       if (r.lease) return r.lease;
     }
     return null;
+  }
+
+  /** Whether some take of this client waits for work now (a spare would sit while it waits: FairQueue asks for none then). */
+  get anySleeping(): boolean {
+    return this.sleeping > 0;
+  }
+
+  private async sleep(tags: readonly string[], signal?: AbortSignal): Promise<{ tag: string; woken: boolean }> {
+    this.sleeping++;
+    try {
+      return await this.waitAny(tags, signal);
+    } finally {
+      this.sleeping--;
+    }
   }
 
   /** The shard whose turn it is among those that may have work now; undefined when none may. */

@@ -101,7 +101,7 @@ describe('scripts', () => {
       try {
         const runner = new ScriptRunner(redis);
         await assert.rejects(runner.run('dequeue', arenaKeys('weir', 'err'), ['short', 1000]), { code: 'WEIR_BAD_ARGS' });
-        await assert.rejects(runner.run('dequeue', ['only-one-key'], ['long-enough-token', 1000, '0', 1, '', 0, '']), { code: 'WEIR_BAD_ARGS' });
+        await assert.rejects(runner.run('dequeue', ['only-one-key'], ['long-enough-token', 1000, '0', 1, '', 0, '', 0]), { code: 'WEIR_BAD_ARGS' });
       } finally {
         redis.disconnect();
       }
