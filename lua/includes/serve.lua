@@ -81,14 +81,16 @@ local function advance(st, served)
 end
 
 -- A spare lease's queue: the head of the round-robin when it has no rate,
--- is due now and claimed by no promise; else nil, the head left in its
--- place (a rate-limited slot is never a spare: a caller may hold a spare a
--- while before acting on it, and a slot is only good at its time).
+-- is due now, claimed by no promise and has places to spare below its
+-- in-flight cap; else nil, the head left in its place. A rate-limited slot
+-- is never a spare (a caller may hold a spare a while before acting on it,
+-- and a slot is only good at its time), nor a cap's last place (a spare
+-- waiting for a lane would keep a fetch from going).
 local function next_spare(now)
   local top = redis.call('ZPOPMIN', K_READY)
   if not top[1] then return nil end
   local st = qfetch(top[1])
-  if st.iv == 0 and st.cl <= now and servable(st, now) then return top[1] end
+  if st.iv == 0 and st.cl <= now and (st.cap == 0 or st.l + 1 < st.cap) and servable(st, now) then return top[1] end
   redis.call('ZADD', K_READY, top[2], top[1])
   return nil
 end

@@ -72,6 +72,20 @@ describe('spare leases', () => {
     await q.close();
   });
 
+  it("never take a queue's last place below its in-flight cap", async () => {
+    const q = fx.queue({ spareLeases: 5 });
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited', maxInFlight: 3 } });
+    await q.enqueue(arena, 'a', ['1', '2', '3', '4', '5']);
+    assert.equal((await must(q.take(arena))).item, '1');
+    // One spare: a third lease would fill the cap.
+    assert.equal((await q.stats(arena)).leased, 2);
+    assert.equal((await must(q.take(arena))).item, '2');
+    assert.equal((await must(q.take(arena))).item, '3', "the cap's last place goes to a take that asks for it");
+    assert.equal((await q.stats(arena)).leased, 3);
+    await q.close();
+  });
+
   it('none are asked for while a take of the same client waits for work (it would not see them)', async () => {
     const q = fx.queue({ spareLeases: 3 });
     const [idle, busy] = [freshArena(), freshArena()];
