@@ -28,10 +28,6 @@ end
 -- it returns; read-only scripts need not.
 local function flush()
   release_slots()
-  if #EXPIRIES > 0 then
-    redis.call('ZADD', K_LEXP, unpack(EXPIRIES))
-    EXPIRIES = {}
-  end
   local args = flush_items()
   for f, v in pairs(DEFERRED) do
     args[#args + 1] = f

@@ -83,11 +83,10 @@ local function free_slots(slots)
   redis.call('ZREM', K_LEXP, unpack(slots))
 end
 
--- A lease's expiry into `lexp` (a slot given a new lease moves there) with the call's one ZADD (arena.lua flush), the bound kept (meta.lua).
+-- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).
 -- (expires_s: expires as fmt prints it, when the caller has it already.)
 local function lease_expiry(slot, expires, expires_s)
-  EXPIRIES[#EXPIRIES + 1] = expires_s or fmt(expires)
-  EXPIRIES[#EXPIRIES + 1] = slot
+  redis.call('ZADD', K_LEXP, expires_s or fmt(expires), slot)
   lower_bound('reapat', expires)
 end
 

@@ -48,10 +48,6 @@ local FIELDC = {}
 -- Fields to write with the call's HSET besides meta and records (new
 -- leases): field -> value.
 local DEFERRED = {}
--- Lease expiries to add to `lexp` with the call's one ZADD (flush): score,
--- slot, score, slot... (Nothing reads `lexp` after a call's leases are
--- made: expired leases are reaped first.)
-local EXPIRIES = {}
 -- True when this call found no version in the state hash: a new arena, or
 -- one written by key-schema 1 or 2 (its first write marks it: arena.lua).
 local UNMARKED = false
@@ -59,7 +55,7 @@ local UNMARKED = false
 -- A new call: nothing read, nothing changed.
 local function meta_reset()
   META, MDIRTY, MPDIRTY, UNMARKED = nil, {}, false, false
-  DEFERRED, FIELDS_WANTED, FIELDC, EXPIRIES = {}, {}, {}, {}
+  DEFERRED, FIELDS_WANTED, FIELDC = {}, {}, {}
 end
 
 -- Asks the meta read to bring a field of the state hash along (only before
