@@ -55,22 +55,8 @@ local function lease_put(slot, rec)
   if old_leases() then redis.call('HDEL', K_OLD_LEASES, slot) end
 end
 
--- A slot's record deleted, at once.
-local function lease_del(slot)
-  DEFERRED[slot] = nil
-  FIELDC[slot] = false
-  if redis.call('HDEL', K_STATE, slot) == 1 or not old_leases() then return end
-  redis.call('HDEL', K_OLD_LEASES, slot)
-  old_leases_gone()
-end
-
--- A slot emptied: its record and its place in `lexp`.
-local function free_slot(slot)
-  lease_del(slot)
-  redis.call('ZREM', K_LEXP, slot)
-end
-
--- Slots emptied, as free_slot does each, in one command per key.
+-- Slots emptied, at once: their records (wherever they are) and their
+-- places in `lexp`, in one command per key however many.
 local function free_slots(slots)
   for _, slot in ipairs(slots) do
     DEFERRED[slot] = nil
@@ -81,6 +67,10 @@ local function free_slots(slots)
     old_leases_gone()
   end
   redis.call('ZREM', K_LEXP, unpack(slots))
+end
+
+local function free_slot(slot)
+  free_slots({ slot })
 end
 
 -- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).

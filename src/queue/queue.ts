@@ -10,7 +10,7 @@ import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
 import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions } from './types.js';
 import { ReplicaWait } from './replicas.js';
-import { handBackOrder, RidingCommits, SpareLeases } from './spares.js';
+import { RidingCommits, SpareLeases } from './spares.js';
 import { Waiting } from './waiting.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
@@ -333,7 +333,7 @@ export class FairQueue extends ArenaAdmin {
   private spareOf(arena: string, signal?: AbortSignal): Lease | null {
     if (this.spareLeases === 0 || signal?.aborted) return null;
     // (A failed hand-back leaves the lease to expire: its item comes back then.)
-    return this.spares.take(arena, this.clock.toRedis(performance.now()), (old) => handBackOrder(old).forEach((l) => void this.release(l).catch(() => undefined)));
+    return this.spares.take(arena, this.clock.toRedis(performance.now()), (old) => old.forEach((l) => void this.release(l).catch(() => undefined)));
   }
 
   /** Ends a lease as done. Commits of one arena made in one turn of the event loop go in one script call. */
@@ -385,6 +385,6 @@ export class FairQueue extends ArenaAdmin {
     this.waiting.close();
     for (const b of this.blockers.values()) if (b !== this.given) b.disconnect();
     this.blockers.clear();
-    await Promise.all(handBackOrder(spares).map((l) => this.release(l).catch(() => 'stale')));
+    await Promise.all(spares.map((l) => this.release(l).catch(() => 'stale')));
   }
 }

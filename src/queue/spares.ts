@@ -27,7 +27,7 @@ export class SpareLeases {
    * The oldest spare of `arena` with at least half its lease left at
    * `nowMs` (Redis ms): the taker renews a lease a third of the way in, so
    * one older than half could lapse first. Older ones are given to
-   * `handBack` (to be released), not served.
+   * `handBack` (to be released, in the order given), not served.
    */
   take(arena: string, nowMs: number, handBack: (leases: Lease[]) => void): Lease | null {
     const list = this.byArena.get(arena);
@@ -38,13 +38,13 @@ export class SpareLeases {
       if ((lease.expiresAt - nowMs) * 2 >= lease.expiresAt - lease.servedAt) found = lease;
       else old.push(lease);
     }
-    if (old.length > 0) handBack(old);
+    if (old.length > 0) handBack(handBackOrder(old));
     return found;
   }
 
-  /** Every spare held, the store left empty (a closing client hands them back). */
+  /** Every spare held, to be released in the order given; the store left empty (a closing client hands them back). */
   drain(): Lease[] {
-    const all = [...this.byArena.values()].flat();
+    const all = handBackOrder([...this.byArena.values()].flat());
     this.byArena.clear();
     return all;
   }
@@ -54,7 +54,7 @@ export class SpareLeases {
  * Leases released in this order go back to the heads of their queues (a
  * stack) in the order they were served: the last served first.
  */
-export function handBackOrder(leases: readonly Lease[]): Lease[] {
+function handBackOrder(leases: readonly Lease[]): Lease[] {
   return [...leases].reverse();
 }
 
