@@ -76,17 +76,30 @@ if k > 0 then
   local span = tonumber(mget('dedupeSpan') or '') or bits
   local sharded = span ~= bits
   local several = n * k > BITS_PER_BITFIELD
+  -- (Below the span, told without tonumber: a position in plain decimal is
+  -- below it when it has fewer digits, or as many and sorts before it.
+  -- tonumber is glibc's exact strtod, a thousand instructions a position,
+  -- fourteen positions a link. A position not in plain decimal may pass
+  -- this test, and is then refused whole by BITFIELD or the check below.)
+  local span_s = fmt(span)
+  local span_len = #span_s
   for j = first_pos, first_pos - 1 + n * k do
     local arg = ARGV[j]
-    local p = tonumber(arg)
-    if p == nil or p % 1 ~= 0 or p < 0 or p >= span then
-      raise('WEIR_BAD_ARGS', 'bit position ' .. tostring(arg) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits')
+    local len = #arg
+    if len > span_len or (len == span_len and arg >= span_s) then
+      raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is outside the bitmap of ' .. span_s .. ' bits')
     end
     if several and arg ~= '0' and not string.find(arg, '^[1-9]%d*$') then
       raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
     end
     -- (A shard holds part of the bitmap: position p is its bit p mod dedupeBits.)
-    if sharded then arg = fmt(p % bits) end
+    if sharded then
+      local p = tonumber(arg)
+      if p == nil or p % 1 ~= 0 or p < 0 then
+        raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
+      end
+      arg = fmt(p % bits)
+    end
     ops[nops + 1], ops[nops + 2], ops[nops + 3], ops[nops + 4] = 'SET', 'u1', arg, '1'
     nops = nops + 4
   end
