@@ -34,5 +34,5 @@ mset('dedupeHashes', fmt(hashes))
 mset('dedupeSet', '0')
 if span ~= bits then mset('dedupeSpan', fmt(span)) end
 flush()
-redis.call('SETBIT', K_DEDUPE, fmt(bits - 1), 0)
+rcall('SETBIT', K_DEDUPE, fmt(bits - 1), 0)
 return 1

@@ -12,4 +12,4 @@
 argc(2, 'offset count')
 local offset = int_arg(1, 'offset', 0, MAX_OFFSET)
 local count = int_arg(2, 'count', 1, MAX_PER_CALL)
-return redis.call('LRANGE', K_DEAD, offset, offset + count - 1)
+return rcall('LRANGE', K_DEAD, offset, offset + count - 1)

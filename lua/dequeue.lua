@@ -55,7 +55,7 @@ if #ARGV < 8 or #ARGV > 8 + MAX_PER_CALL then
 end
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
-if string.find(base, ':', 1, true) or string.find(base, '|', 1, true) then raise('WEIR_BAD_ARGS', "token must not hold ':' or '|'") end
+if sfind(base, ':', 1, true) or sfind(base, '|', 1, true) then raise('WEIR_BAD_ARGS', "token must not hold ':' or '|'") end
 local lease_ms = int_arg(2, 'leaseMs', 1, MAX_LEASE_MS)
 local woken = ARGV[3] == '1'
 local count = int_arg(4, 'count', 1, MAX_PER_CALL)
@@ -108,8 +108,8 @@ else
   head = wait_reply(now, not held, promised, ahead)
 end
 head[3] = fmt(now)
-head[4] = table.concat(committed)
-head[5] = want_ready and redis.call('ZCARD', K_READY) or -1
+head[4] = tconcat(committed)
+head[5] = want_ready and rcall('ZCARD', K_READY) or -1
 -- More is ready than this caller took: pass a wake-up on (when it was woken,
 -- or its commits freed a queue's in-flight cap).
 if ((#leases > 0 and woken) or freed) and head[1] == 0 then signal() end

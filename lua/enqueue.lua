@@ -41,7 +41,7 @@ for i = 1, g do
   groups[i] = { n = int_arg(3 + 2 * i, 'n', 1, MAX_PER_CALL) }
   n = n + groups[i].n
 end
-local qids = redis.call('HMGET', K_QIDS, unpack(names))
+local qids = rcall('HMGET', K_QIDS, unpack(names))
 for i = 1, g do
   if qids[i] then prefetch(qids[i]) end
 end
@@ -89,7 +89,7 @@ if k > 0 then
     if len > span_len or (len == span_len and arg >= span_s) then
       raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is outside the bitmap of ' .. span_s .. ' bits')
     end
-    if several and arg ~= '0' and not string.find(arg, '^[1-9]%d*$') then
+    if several and arg ~= '0' and not sfind(arg, '^[1-9]%d*$') then
       raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
     end
     -- (A shard holds part of the bitmap: position p is its bit p mod dedupeBits.)
@@ -112,11 +112,11 @@ local function set_bits()
   local old, nold = nil, 0
   local flipped = 0
   for i = 1, nops, 4 * BITS_PER_BITFIELD do
-    local got = redis.pcall('BITFIELD', K_DEDUPE, unpack(ops, i, math.min(i + 4 * BITS_PER_BITFIELD - 1, nops)))
+    local got = redis.pcall('BITFIELD', K_DEDUPE, unpack(ops, i, mmin(i + 4 * BITS_PER_BITFIELD - 1, nops)))
     -- (Refused whole, nothing set: a position not in plain decimal, see above.
     -- Any other refusal, say of a key of another type, is Redis's own.)
     if got.err then
-      if not string.find(got.err, 'bit offset', 1, true) then error(got) end
+      if not sfind(got.err, 'bit offset', 1, true) then error(got) end
       raise('WEIR_BAD_ARGS', 'a bit position is not written in plain decimal digits (' .. got.err .. ')')
     end
     -- (One command's reply is the list itself; a call of more bits than one command takes appends.)
@@ -179,4 +179,4 @@ if added > 0 then
   mincr('queued', added)
   mincr('enqueued', added)
 end
-return finish(woke, table.concat(flags))
+return finish(woke, tconcat(flags))

@@ -26,4 +26,4 @@ local expires = now + ms * 1000
 lease_expiry(slot, expires)
 lease_put(slot, lease_record(id, qid, attempt, fmt(expires), item))
 flush()
-return fmt(math.floor(expires / 1000))
+return fmt(mfloor(expires / 1000))

@@ -27,10 +27,10 @@ local now = now_us()
 local st = qstate(qid)
 local wanted = now + ms * 1000
 if expected == nil then
-  st.p = math.max(st.p, wanted)
-elseif math.floor(st.p / 1000) == expected then
+  st.p = mmax(st.p, wanted)
+elseif mfloor(st.p / 1000) == expected then
   st.p = wanted
 end
 qdirty(qid, st)
 finish(activate(qid, now))
-return fmt(math.floor(st.p / 1000))
+return fmt(mfloor(st.p / 1000))

@@ -16,7 +16,7 @@ local now = now_us()
 local moved = 0
 local woke = false
 for _ = 1, count do
-  local rec = redis.call('LPOP', K_DEAD)
+  local rec = rcall('LPOP', K_DEAD)
   if not rec then break end
   local d = cjson.decode(rec)
   mincr('dead', -1)

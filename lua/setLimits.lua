@@ -51,7 +51,7 @@ for _, s in ipairs(specs) do
   local st
   if not qid then
     qid = fmt(mincr('qseq', 1))
-    redis.call('HSET', K_QIDS, s[1], qid)
+    rcall('HSET', K_QIDS, s[1], qid)
     st = qnew(s[1])
     created = created + 1
   else

@@ -37,14 +37,14 @@ while qid <= last and qid < cursor + count do
   qid = qid + 1
 end
 local rows = {}
-local got = #fields > 0 and redis.call('HMGET', K_STATE, unpack(fields)) or {}
+local got = #fields > 0 and rcall('HMGET', K_STATE, unpack(fields)) or {}
 for i = 1, #fields, 2 do
   local st = qparse(fields[i], got[i] or nil)
   rows[#rows + 1] = {
     st.name, got[i + 1] or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
-    fmt(st.done), fmt(st.dead), fmt(math.floor(math.max(st.nx, st.p) / 1000)), fmt(math.floor(st.p / 1000)), fmt(st.hold),
+    fmt(st.done), fmt(st.dead), fmt(mfloor(mmax(st.nx, st.p) / 1000)), fmt(mfloor(st.p / 1000)), fmt(st.hold),
   }
 end
 local next_cursor = 0
 if qid <= last then next_cursor = qid end
-return { fmt(math.floor(now / 1000)), totals, next_cursor, rows }
+return { fmt(mfloor(now / 1000)), totals, next_cursor, rows }

@@ -14,6 +14,7 @@
 -- Every call starts here: its keys bound, and nothing cached from another
 -- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).
 local function begin_call()
+  bind_library()
   bind_keys(KEYS)
   meta_reset()
   commits_reset()
@@ -36,7 +37,7 @@ local function flush()
   DEFERRED = {}
   flush_meta(records_args(args))
   for i = 1, #args, 2000 do
-    redis.call('HSET', K_STATE, unpack(args, i, math.min(i + 1999, #args)))
+    rcall('HSET', K_STATE, unpack(args, i, mmin(i + 1999, #args)))
   end
 end
 

@@ -4,6 +4,7 @@
   generated into every script where the limits directive stands, so TypeScript and Lua
   check the same numbers.
 ]]
+--@include "lib"
 --@include "keys"
 --@limits
 
@@ -20,13 +21,13 @@ end
 -- long), which costs a tenth of printing a double ('%.0f').
 local function fmt(n)
   if n % 1 == 0 and n < 9007199254740992 and n > -9007199254740992 then
-    return string.format('%d', n)
+    return sformat('%d', n)
   end
-  return string.format('%.0f', n)
+  return sformat('%.0f', n)
 end
 
 local function now_us()
-  local t = redis.call('TIME')
+  local t = rcall('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 

@@ -53,7 +53,7 @@ local function tail_read(qid, st, data)
   if not data and st.tn > 0 then
     -- Key-schema 1: the open chunk is still in `items`.
     tail.legacy = qid .. ':' .. fmt(st.tc)
-    data = redis.call('HGET', K_ITEMS, tail.legacy)
+    data = rcall('HGET', K_ITEMS, tail.legacy)
     tail.dirty = true
   end
   if data and data ~= '' then tail.parts[1] = data end
@@ -71,7 +71,7 @@ local function qfetch(qid)
   local tf = tail_field(qid)
   if FIELDC[qid] == nil then
     local hf = head_field(qid)
-    local v = redis.call('HMGET', K_STATE, qid, tf, hf)
+    local v = rcall('HMGET', K_STATE, qid, tf, hf)
     FIELDC[qid], FIELDC[tf], FIELDC[hf] = v[1], v[2], v[3]
   end
   st = qparse(qid, FIELDC[qid])
@@ -82,7 +82,7 @@ end
 local function open_tail(qid, st)
   if TAILC[qid] then return TAILC[qid] end
   local data = FIELDC[tail_field(qid)]
-  if data == nil then data = redis.call('HGET', K_STATE, tail_field(qid)) end
+  if data == nil then data = rcall('HGET', K_STATE, tail_field(qid)) end
   return tail_read(qid, st, data)
 end
 
@@ -101,8 +101,8 @@ local function flush_items()
   for qid, tail in pairs(TAILC) do
     if tail.dirty then
       out[#out + 1] = tail_field(qid)
-      out[#out + 1] = table.concat(tail.parts)
-      if tail.legacy then redis.call('HDEL', K_ITEMS, tail.legacy) end
+      out[#out + 1] = tconcat(tail.parts)
+      if tail.legacy then rcall('HDEL', K_ITEMS, tail.legacy) end
       tail.dirty = false
       tail.legacy = nil
     end
@@ -114,16 +114,16 @@ end
 -- the arena's `queued` counter.
 local function push_tail(qid, st, item)
   local tail = open_tail(qid, st)
-  local entry = struct.pack('>I4', #item) .. item
+  local entry = spack('>I4', #item) .. item
   if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
     -- Seal this chunk, the item opens the next: into "<qid>:h" when it is
     -- the one being read, else into `items`.
-    local sealed = table.concat(tail.parts)
+    local sealed = tconcat(tail.parts)
     if st.hc == st.tc then
       HEADC[qid] = { data = sealed, dirty = true }
-      if tail.legacy then redis.call('HDEL', K_ITEMS, tail.legacy) end
+      if tail.legacy then rcall('HDEL', K_ITEMS, tail.legacy) end
     else
-      redis.call('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), sealed)
+      rcall('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), sealed)
     end
     -- (A chunk moved from an older layout is now sealed: kept where it went.)
     tail.legacy = nil
@@ -143,7 +143,7 @@ end
 -- Puts an item back at the head with what it has been through.
 local function push_front(qid, st, item, attempts, reason)
   st.fn = st.fn + 1
-  redis.call('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), struct.pack('>I4I4', attempts, #reason) .. reason .. item)
+  rcall('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), spack('>I4I4', attempts, #reason) .. reason .. item)
   st.q = st.q + 1
   qdirty(qid, st)
   mincr('queued', 1)
@@ -151,14 +151,14 @@ end
 
 local function pop_front(qid, st)
   local field = qid .. ':f' .. fmt(st.fn)
-  local v = redis.call('HGET', K_ITEMS, field)
-  redis.call('HDEL', K_ITEMS, field)
+  local v = rcall('HGET', K_ITEMS, field)
+  rcall('HDEL', K_ITEMS, field)
   st.fn = st.fn - 1
   st.q = st.q - 1
   qdirty(qid, st)
   if not v then return nil, 0 end
-  local attempts, rlen = struct.unpack('>I4I4', v)
-  return string.sub(v, 9 + rlen), attempts
+  local attempts, rlen = sunpack('>I4I4', v)
+  return ssub(v, 9 + rlen), attempts
 end
 
 -- The chunk items are read from: the open one, or the sealed one beside
@@ -168,21 +168,21 @@ local function head_data(qid, st)
   if st.hc == st.tc then
     -- (Joined once: a batch may read several items of it.)
     local tail = open_tail(qid, st)
-    if #tail.parts > 1 then tail.parts = { table.concat(tail.parts) } end
+    if #tail.parts > 1 then tail.parts = { tconcat(tail.parts) } end
     return tail.parts[1] or ''
   end
   local head = HEADC[qid]
   if not head then
     -- (Nothing read through in this call yet: "<qid>:h" is chunk hc or empty.)
     local data = FIELDC[head_field(qid)]
-    if data == nil then data = redis.call('HGET', K_STATE, head_field(qid)) end
+    if data == nil then data = rcall('HGET', K_STATE, head_field(qid)) end
     head = { data = data ~= '' and data or nil, dirty = false }
     HEADC[qid] = head
   end
   if head.data == nil then
     local f = qid .. ':' .. fmt(st.hc)
-    head.data = redis.call('HGET', K_ITEMS, f) or ''
-    redis.call('HDEL', K_ITEMS, f)
+    head.data = rcall('HGET', K_ITEMS, f) or ''
+    rcall('HDEL', K_ITEMS, f)
     head.dirty = true
   end
   return head.data
@@ -196,8 +196,8 @@ local function take_head(qid, st)
   st.q = st.q - 1
   qdirty(qid, st)
   if st.ho + 4 > #data then return nil, 0 end
-  local len = struct.unpack('>I4', data, st.ho + 1)
-  local item = string.sub(data, st.ho + 5, st.ho + 4 + len)
+  local len = sunpack('>I4', data, st.ho + 1)
+  local item = ssub(data, st.ho + 5, st.ho + 4 + len)
   st.ho = st.ho + 4 + len
   if st.ho >= #data and (st.hc < st.tc or st.q - st.fn <= 0) then
     -- Read through: a sealed chunk is deleted; the open one, if this was

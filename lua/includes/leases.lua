@@ -28,7 +28,7 @@ local function old_leases()
 end
 
 local function old_leases_gone()
-  if redis.call('EXISTS', K_OLD_LEASES) == 0 then mset('oldleases', '0') end
+  if rcall('EXISTS', K_OLD_LEASES) == 0 then mset('oldleases', '0') end
 end
 
 -- A slot's record as this call sees it (false: none), wherever it is. Read
@@ -39,11 +39,11 @@ local function lease_get(slot)
   meta()
   local rec = FIELDC[slot]
   if rec == nil then
-    rec = redis.call('HGET', K_STATE, slot) or false
+    rec = rcall('HGET', K_STATE, slot) or false
     FIELDC[slot] = rec
   end
   if rec or not old_leases() then return rec end
-  local old = redis.call('HGET', K_OLD_LEASES, slot)
+  local old = rcall('HGET', K_OLD_LEASES, slot)
   if not old then old_leases_gone() end
   return old or false
 end
@@ -52,7 +52,7 @@ end
 local function lease_put(slot, rec)
   defer_hset(slot, rec)
   FIELDC[slot] = rec
-  if old_leases() then redis.call('HDEL', K_OLD_LEASES, slot) end
+  if old_leases() then rcall('HDEL', K_OLD_LEASES, slot) end
 end
 
 -- Slots emptied, at once: their records (wherever they are) and their
@@ -62,11 +62,11 @@ local function free_slots(slots)
     DEFERRED[slot] = nil
     FIELDC[slot] = false
   end
-  if redis.call('HDEL', K_STATE, unpack(slots)) < #slots and old_leases() then
-    redis.call('HDEL', K_OLD_LEASES, unpack(slots))
+  if rcall('HDEL', K_STATE, unpack(slots)) < #slots and old_leases() then
+    rcall('HDEL', K_OLD_LEASES, unpack(slots))
     old_leases_gone()
   end
-  redis.call('ZREM', K_LEXP, unpack(slots))
+  rcall('ZREM', K_LEXP, unpack(slots))
 end
 
 local function free_slot(slot)
@@ -76,7 +76,7 @@ end
 -- A lease's expiry into `lexp` (a slot given a new lease moves there), the bound kept (meta.lua).
 -- (expires_s: expires as fmt prints it, when the caller has it already.)
 local function lease_expiry(slot, expires, expires_s)
-  redis.call('ZADD', K_LEXP, expires_s or fmt(expires), slot)
+  rcall('ZADD', K_LEXP, expires_s or fmt(expires), slot)
   lower_bound('reapat', expires)
 end
 
@@ -89,43 +89,43 @@ end
 -- copy of the item made: most callers need none). An id has a '.' before
 -- the first ':', a qid never does.
 local function lease_parts(rec)
-  local a = string.find(rec, ':', 1, true)
+  local a = sfind(rec, ':', 1, true)
   local id, from = nil, 1
-  local dot = string.find(rec, '.', 1, true)
+  local dot = sfind(rec, '.', 1, true)
   if dot and dot < a then
-    id = string.sub(rec, 1, a - 1)
+    id = ssub(rec, 1, a - 1)
     from = a + 1
-    a = string.find(rec, ':', from, true)
+    a = sfind(rec, ':', from, true)
   end
-  local b = string.find(rec, ':', a + 1, true)
-  local c = string.find(rec, ':', b + 1, true)
-  return string.sub(rec, from, a - 1), tonumber(string.sub(rec, a + 1, b - 1)), tonumber(string.sub(rec, b + 1, c - 1)), id, c + 1
+  local b = sfind(rec, ':', a + 1, true)
+  local c = sfind(rec, ':', b + 1, true)
+  return ssub(rec, from, a - 1), tonumber(ssub(rec, a + 1, b - 1)), tonumber(ssub(rec, b + 1, c - 1)), id, c + 1
 end
 
 -- Whether a record is lease `id`'s (it starts "<id>:"), read without
 -- making a string of any part of it.
 local function holds(rec, id)
-  return rec and string.find(rec, id, 1, true) == 1 and string.byte(rec, #id + 1) == 58
+  return rec and sfind(rec, id, 1, true) == 1 and string.byte(rec, #id + 1) == 58
 end
 
 -- qid, attempt, item, expiry µs, id (as lease_parts).
 local function parse_lease(rec)
   local qid, attempt, exp, id, at = lease_parts(rec)
-  return qid, attempt, string.sub(rec, at), exp, id
+  return qid, attempt, ssub(rec, at), exp, id
 end
 
 -- A token's slot, id and queue id (nil for a key-schema 2 token without
 -- one). See the header for the forms.
 local function lease_token(token)
   local head, qid = token, nil
-  local colon = string.find(token, ':', 1, true)
+  local colon = sfind(token, ':', 1, true)
   if colon then
-    qid = string.sub(token, colon + 1)
+    qid = ssub(token, colon + 1)
     if not string.match(qid, '^%d+$') then raise('WEIR_BAD_ARGS', 'token ' .. token .. ' is not a lease token') end
-    head = string.sub(token, 1, colon - 1)
+    head = ssub(token, 1, colon - 1)
   end
-  local bar = string.find(head, '|', 1, true)
-  if bar then return string.sub(head, 1, bar - 1), string.sub(head, bar + 1), qid end
+  local bar = sfind(head, '|', 1, true)
+  if bar then return ssub(head, 1, bar - 1), ssub(head, bar + 1), qid end
   return head, head, qid
 end
 
@@ -136,8 +136,8 @@ end
 
 local function to_dead(qid, item, attempts, reason, now)
   local st = qstate(qid)
-  local rec = cjson.encode({ queue = st.name, item = item, reason = reason, attempts = attempts, at = math.floor(now / 1000) })
-  redis.call('RPUSH', K_DEAD, rec)
+  local rec = cjson.encode({ queue = st.name, item = item, reason = reason, attempts = attempts, at = mfloor(now / 1000) })
+  rcall('RPUSH', K_DEAD, rec)
   st.dead = st.dead + 1
   qdirty(qid, st)
   mincr('dead', 1)
@@ -150,9 +150,9 @@ local function requeue(id, qid, item, attempts, reason, delay_us, now)
   if attempts >= max_attempts() then
     to_dead(qid, item, attempts, reason, now)
   elseif delay_us > 0 then
-    redis.call('ZADD', K_DELAYED, fmt(now + delay_us), id)
+    rcall('ZADD', K_DELAYED, fmt(now + delay_us), id)
     lower_bound('delayat', now + delay_us)
-    redis.call('HSET', K_DELAYDATA, id, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
+    rcall('HSET', K_DELAYDATA, id, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
     local st = qstate(qid)
     st.d = st.d + 1
     qdirty(qid, st)
@@ -187,13 +187,13 @@ local REAP_BATCH = 100
 local function reap_expired(now)
   if not bound_passed('reapat', now) then return false end
   local woke = false
-  local expired = redis.call('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, REAP_BATCH)
+  local expired = rcall('ZRANGEBYSCORE', K_LEXP, '-inf', fmt(now), 'LIMIT', 0, REAP_BATCH)
   for _, slot in ipairs(expired) do
     local rec = lease_get(slot)
     if rec then
       if expire_lease(slot, rec, now) then woke = true end
     else
-      redis.call('ZREM', K_LEXP, slot)
+      rcall('ZREM', K_LEXP, slot)
     end
   end
   reset_bound('reapat', K_LEXP)

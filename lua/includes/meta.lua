@@ -94,7 +94,7 @@ end
 -- the old meta hash holding only v = 3, so older scripts refuse the arena.
 local function adopt_older_meta()
   UNMARKED = true
-  local old = redis.call('HGETALL', K_OLD_META)
+  local old = rcall('HGETALL', K_OLD_META)
   local fields = {}
   for i = 1, #old, 2 do fields[old[i]] = old[i + 1] end
   local v = fields.v
@@ -110,7 +110,7 @@ local function adopt_older_meta()
       mset(f, value)
     end
   end
-  if redis.call('EXISTS', K_OLD_LEASES) == 1 then mset('oldleases', '1') end
+  if rcall('EXISTS', K_OLD_LEASES) == 1 then mset('oldleases', '1') end
 end
 
 -- The meta fields and the fields asked for (prefetch) with one HMGET; the
@@ -118,10 +118,10 @@ end
 -- (every call does this: no loop, no table grown key by key).
 function meta()
   if META then return META end
-  local v = redis.call('HMGET', K_STATE, 'm', 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases', unpack(FIELDS_WANTED))
+  local v = rcall('HMGET', K_STATE, 'm', 'v', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'dedupeSpan', 'dedupeSet', 'shards', 'oldleases', unpack(FIELDS_WANTED))
   local turn, gap, lastserve, queued, leased, delayed, done, dead, expired, enqueued, qseq, reapat, delayat, schedat = 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
   if v[1] then
-    turn, gap, lastserve, queued, leased, delayed, done, dead, expired, enqueued, qseq, reapat, delayat, schedat = struct.unpack(MPACK_FMT, v[1])
+    turn, gap, lastserve, queued, leased, delayed, done, dead, expired, enqueued, qseq, reapat, delayat, schedat = sunpack(MPACK_FMT, v[1])
   end
   -- (`or nil`: a field absent from the reply is false there, nil here.)
   META = {
@@ -160,7 +160,7 @@ end
 local function mdel(field)
   meta()[field] = nil
   MDIRTY[field] = nil
-  redis.call('HDEL', K_STATE, field)
+  rcall('HDEL', K_STATE, field)
 end
 
 -- A field of the state hash written with the call's HSET.
@@ -176,8 +176,8 @@ local function flush_meta(args)
   local m = META
   if m.v ~= SCHEMA_VERSION then mset('v', SCHEMA_VERSION) end
   if UNMARKED then
-    redis.call('DEL', K_OLD_META)
-    redis.call('HSET', K_OLD_META, 'v', SCHEMA_VERSION)
+    rcall('DEL', K_OLD_META)
+    rcall('HSET', K_OLD_META, 'v', SCHEMA_VERSION)
     UNMARKED = false
   end
   for f in pairs(MDIRTY) do
@@ -187,7 +187,7 @@ local function flush_meta(args)
   MDIRTY = {}
   if MPDIRTY then
     args[#args + 1] = 'm'
-    args[#args + 1] = struct.pack(MPACK_FMT, m.turn, m.gap, m.lastserve, m.queued, m.leased, m.delayed, m.done, m.dead, m.expired, m.enqueued, m.qseq, m.reapat, m.delayat, m.schedat)
+    args[#args + 1] = spack(MPACK_FMT, m.turn, m.gap, m.lastserve, m.queued, m.leased, m.delayed, m.done, m.dead, m.expired, m.enqueued, m.qseq, m.reapat, m.delayat, m.schedat)
     MPDIRTY = false
   end
   return args
@@ -207,7 +207,7 @@ end
 
 -- The earliest score in a sorted set, or nil when it is empty.
 local function earliest(zkey)
-  local r = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  local r = rcall('ZRANGE', zkey, 0, 0, 'WITHSCORES')
   if r[2] then return tonumber(r[2]) end
   return nil
 end

@@ -32,7 +32,7 @@ local function wait_reply(now, promise_ready, mine, ahead)
   -- Ready queues first: one not promised yet is promised now; if all are
   -- promised, come back when the first promise lapses (its holder may be gone).
   local w = nil
-  local ready = redis.call('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
+  local ready = rcall('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
   for _, qid in ipairs(ready) do
     local st = qstate(qid)
     if st.cl <= now then
@@ -60,7 +60,7 @@ local function wait_reply(now, promise_ready, mine, ahead)
   -- The earliest rate slot not promised to another caller.
   -- (None to look at when the bound says `sched` is empty: meta.lua.)
   local slots = {}
-  if mget('schedat') ~= NEVER then slots = redis.call('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES') end
+  if mget('schedat') ~= NEVER then slots = rcall('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES') end
   for i = 1, #slots, 2 do
     local qid, at = slots[i], tonumber(slots[i + 1])
     if w ~= nil and w <= at then break end
@@ -69,17 +69,17 @@ local function wait_reply(now, promise_ready, mine, ahead)
       st.cl = at + CLAIM_GRACE_US
       qdirty(qid, st)
       -- Come back `ahead` before the slot: it is served to you then.
-      return { math.max(0, at - now - ahead), qid }
+      return { mmax(0, at - now - ahead), qid }
     end
   end
   if slots[1] and #slots >= 2 then
     -- Every upcoming slot looked at is promised: come back when the first of
     -- them has been served and its queue has its next slot.
-    local again = tonumber(slots[2]) + math.max(qstate(slots[1]).iv, 1000)
+    local again = tonumber(slots[2]) + mmax(qstate(slots[1]).iv, 1000)
     if w == nil or again < w then w = again end
   end
   if w == nil then return { -1, '' } end
-  return { math.max(0, w - now), '' }
+  return { mmax(0, w - now), '' }
 end
 
 -- The next queue to serve: a due rate-limited queue at the head, else the
@@ -92,19 +92,19 @@ local function next_queue(now, passed, promised)
     local q = promised
     -- A rate-limited queue at the head is due: it goes before the promise, which
     -- gives way (its queue keeps its turn and is free for anyone).
-    local head = redis.call('ZRANGE', K_READY, 0, 0)[1]
+    local head = rcall('ZRANGE', K_READY, 0, 0)[1]
     if head and head ~= q and qstate(head).iv > 0 and qstate(head).cl <= now then
-      if redis.call('ZSCORE', K_READY, q) then
+      if rcall('ZSCORE', K_READY, q) then
         local st = qstate(q)
         st.cl = 0
         qdirty(q, st)
       end
-    elseif redis.call('ZREM', K_READY, q) == 1 then
+    elseif rcall('ZREM', K_READY, q) == 1 then
       return q
     end
   end
   for _ = 1, CLAIM_SCAN + 1 do
-    local top = redis.call('ZPOPMIN', K_READY)
+    local top = rcall('ZPOPMIN', K_READY)
     if not top[1] then return nil end
     -- (The queue popped is most likely served: its record and open chunk come in one read.)
     if #passed >= CLAIM_SCAN or qfetch(top[1]).cl <= now then return top[1] end

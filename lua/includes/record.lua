@@ -40,7 +40,7 @@ local function qrecord(name, q, l, hc, ho, tc, tn, tb, fn, nx, c, cap, p, iv, ho
 end
 
 local function qpack(st)
-  return struct.pack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
+  return spack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
 end
 
 local function qnew(name)
@@ -52,7 +52,7 @@ local function qparse(qid, rec)
   if not rec then
     raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
   end
-  local st = qrecord(string.sub(rec, QFIXED + 1), struct.unpack(QFMT, rec))
+  local st = qrecord(ssub(rec, QFIXED + 1), sunpack(QFMT, rec))
   QCACHE[qid] = st
   return st
 end
@@ -61,7 +61,7 @@ end
 local function qstate_if_any(qid)
   if QCACHE[qid] then return QCACHE[qid] end
   local rec = FIELDC[qid]
-  if rec == nil then rec = redis.call('HGET', K_STATE, qid) end
+  if rec == nil then rec = rcall('HGET', K_STATE, qid) end
   return rec and qparse(qid, rec) or nil
 end
 
@@ -86,5 +86,5 @@ local function records_args(args)
 end
 
 local function qid_of(name)
-  return redis.call('HGET', K_QIDS, name)
+  return rcall('HGET', K_QIDS, name)
 end

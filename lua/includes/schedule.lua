@@ -8,20 +8,20 @@
 -- One wake token at most: an idle worker blocked on `wake` learns there may
 -- be work; a stale token costs one empty dequeue, never a lost item.
 local function signal()
-  if redis.call('LLEN', K_WAKE) == 0 then
-    redis.call('RPUSH', K_WAKE, '1')
+  if rcall('LLEN', K_WAKE) == 0 then
+    rcall('RPUSH', K_WAKE, '1')
   end
 end
 
 -- A queue into `sched` at `at` µs (its due time), the bound kept (meta.lua).
 local function sched_add(qid, at)
-  redis.call('ZADD', K_SCHED, fmt(at), qid)
+  rcall('ZADD', K_SCHED, fmt(at), qid)
   lower_bound('schedat', at)
 end
 
 -- A queue out of `sched` (skipped when the bound says `sched` is empty: meta.lua).
 local function sched_rem(qid)
-  if mget('schedat') ~= NEVER then redis.call('ZREM', K_SCHED, qid) end
+  if mget('schedat') ~= NEVER then rcall('ZREM', K_SCHED, qid) end
 end
 
 -- Has items and room under its in-flight cap, and is not held: it belongs in
@@ -32,7 +32,7 @@ end
 
 -- When it may next be served: its rate's next allowed time or the end of a pause.
 local function due_at(st)
-  return math.max(st.nx, st.p)
+  return mmax(st.nx, st.p)
 end
 
 -- May it be served at `now`?
@@ -53,7 +53,7 @@ local function activate_parked(qid, now)
   if not schedulable(st) then return false end
   local at = due_at(st)
   if at <= now then
-    redis.call('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
+    rcall('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
     return true
   end
   local first = earliest(K_SCHED)
@@ -70,16 +70,16 @@ end
 local function activate(qid, now)
   local st = qstate(qid)
   if not schedulable(st) then
-    redis.call('ZREM', K_READY, qid)
+    rcall('ZREM', K_READY, qid)
     sched_rem(qid)
     return false
   end
   if due_at(st) <= now then
-    if redis.call('ZSCORE', K_READY, qid) then return false end
+    if rcall('ZSCORE', K_READY, qid) then return false end
     sched_rem(qid)
     return activate_parked(qid, now)
   end
-  redis.call('ZREM', K_READY, qid)
-  local old = redis.call('ZSCORE', K_SCHED, qid)
+  rcall('ZREM', K_READY, qid)
+  local old = rcall('ZSCORE', K_SCHED, qid)
   return activate_parked(qid, now) and (old == false or tonumber(old) ~= due_at(st))
 end

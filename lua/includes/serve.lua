@@ -23,7 +23,7 @@ local PACE_WEIGHT = 0.05
 local function lease_reply(slot, id, qid, st, item, attempt, expires_ms, served_s)
   local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
   -- (An interval is mostly whole µs, and most often 0: fmt prints those for a tenth of '%.3f'.)
-  local iv = st.iv % 1 == 0 and fmt(st.iv) or string.format('%.3f', st.iv)
+  local iv = st.iv % 1 == 0 and fmt(st.iv) or sformat('%.3f', st.iv)
   return { token_of(slot, id, qid), st.name, item, attempt, expires_ms, served_s, iv, capped }
 end
 
@@ -39,13 +39,13 @@ local function replay(now, base, parsed, count)
   local again = { { 0, '', now_s, '', -1 } }
   local function add(slot, rec)
     local qid, attempt, item, exp, id = parse_lease(rec)
-    again[#again + 1] = lease_reply(slot, id or slot, qid, qstate(qid), item, attempt, fmt(math.floor(exp / 1000)), now_s)
+    again[#again + 1] = lease_reply(slot, id or slot, qid, qstate(qid), item, attempt, fmt(mfloor(exp / 1000)), now_s)
   end
   for _, p in ipairs(parsed) do
     local rec = lease_get(p[1])
     if rec then
       local _, _, _, id = lease_parts(rec)
-      if id and string.sub(id, 1, #mine) == mine then add(p[1], rec) end
+      if id and ssub(id, 1, #mine) == mine then add(p[1], rec) end
     end
   end
   for i = #again, count do
@@ -62,7 +62,7 @@ end
 -- meta ('gap', 'lastserve') for the fair-share test (promote.lua).
 local function paced(gap, last, now, served)
   -- (A clock stepped back counts as no time.)
-  local g = math.max(0, math.min(now - last, 1000000)) / served
+  local g = mmax(0, mmin(now - last, 1000000)) / served
   if last == 0 then return g end
   return gap + PACE_WEIGHT * (g - gap)
 end
@@ -71,7 +71,7 @@ end
 -- interval's fraction of a µs is carried to the next. (For an unlimited
 -- queue nx is the last serve: a later, lower rate starts from it.)
 local function advance(st, served)
-  local whole = math.floor(st.iv)
+  local whole = mfloor(st.iv)
   st.c = st.c + (st.iv - whole)
   if st.c >= 1 then
     whole = whole + 1
@@ -87,11 +87,11 @@ end
 -- and a slot is only good at its time), nor a cap's last place (a spare
 -- waiting for a lane would keep a fetch from going).
 local function next_spare(now)
-  local top = redis.call('ZPOPMIN', K_READY)
+  local top = rcall('ZPOPMIN', K_READY)
   if not top[1] then return nil end
   local st = qfetch(top[1])
   if st.iv == 0 and st.cl <= now and (st.cap == 0 or st.l + 1 < st.cap) and servable(st, now) then return top[1] end
-  redis.call('ZADD', K_READY, top[2], top[1])
+  rcall('ZADD', K_READY, top[2], top[1])
   return nil
 end
 
@@ -111,7 +111,7 @@ local function serve(now, horizon, base, count, spare, lease_ms, promised)
   local last_back = nil
   local turn = mget('turn')
   local expires = now + lease_ms * 1000
-  local expires_s, expires_ms = fmt(expires), fmt(math.floor(expires / 1000))
+  local expires_s, expires_ms = fmt(expires), fmt(mfloor(expires / 1000))
   local taken = 0
   for _ = 1, count + spare + POP_TRIES do
     local qid
@@ -125,7 +125,7 @@ local function serve(now, horizon, base, count, spare, lease_ms, promised)
     local st = qstate(qid)
     if servable(st, horizon) then
       -- Its slot, or now if that has passed: a late call never moves a slot earlier.
-      local served = math.max(now, due_at(st))
+      local served = mmax(now, due_at(st))
       local item, attempts = take_head(qid, st)
       st.cl = 0
       taken = taken + 1
@@ -146,7 +146,7 @@ local function serve(now, horizon, base, count, spare, lease_ms, promised)
       last_back = nil
       if schedulable(st) then
         if due_at(st) <= horizon then
-          redis.call('ZADD', K_READY, turn, qid)
+          rcall('ZADD', K_READY, turn, qid)
           last_back = st
         else
           sched_add(qid, due_at(st))
@@ -161,7 +161,7 @@ local function serve(now, horizon, base, count, spare, lease_ms, promised)
     end
   end
   for _, top in ipairs(passed) do
-    redis.call('ZADD', K_READY, top[2], top[1])
+    rcall('ZADD', K_READY, top[2], top[1])
   end
   if taken > 0 then
     mset('gap', paced(mget('gap'), mget('lastserve'), now, taken))

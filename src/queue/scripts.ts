@@ -67,15 +67,26 @@ const ARENA_INCLUDE = '--@include "arena"';
 /** What every script's call does first (arena.lua). */
 const BEGIN_CALL = 'begin_call()';
 
+/** A script's own text, its includes left to the shared part (arena.lua takes them all in). */
+function scriptBody(name: ScriptName): string {
+  const text = readLua(`${name}.lua`);
+  if (!text.includes(ARENA_INCLUDE)) throw new Error(`lua/${name}.lua does not include "arena"`);
+  return resolveIncludes(text.replace(ARENA_INCLUDE, ''), () => '');
+}
+
 /**
  * Reads and resolves every script once per process, as EVAL runs them: the
- * includes inlined, then the call begun, then the script's own text.
+ * includes inlined, then the script's own text as a function, then the
+ * call begun and that function run. (Its own text in a function of its
+ * own, as in the library: Lua caps a function's locals at 200, and the
+ * includes' locals alone come near it.)
  */
 export function loadScripts(): Map<ScriptName, LoadedScript> {
   if (cache) return cache;
   const scripts = new Map<ScriptName, LoadedScript>();
+  const shared = resolveIncludes(ARENA_INCLUDE);
   for (const name of SCRIPT_NAMES) {
-    const source = resolveIncludes(readLua(`${name}.lua`).replace(ARENA_INCLUDE, `${ARENA_INCLUDE}\n${BEGIN_CALL}`));
+    const source = `${shared}\nlocal function main()\n${scriptBody(name)}\nend\n${BEGIN_CALL}\nreturn main()\n`;
     const sha = createHash('sha1').update(source).digest('hex');
     scripts.set(name, { name, source, sha });
   }
@@ -104,11 +115,7 @@ let library: ScriptLibrary | undefined;
  */
 export function loadLibrary(): ScriptLibrary {
   if (library) return library;
-  const bodies = SCRIPT_NAMES.map((name) => {
-    const text = readLua(`${name}.lua`);
-    if (!text.includes(ARENA_INCLUDE)) throw new Error(`lua/${name}.lua does not include "arena"`);
-    return { name, text: resolveIncludes(text.replace(ARENA_INCLUDE, ''), () => '') };
-  });
+  const bodies = SCRIPT_NAMES.map((name) => ({ name, text: scriptBody(name) }));
   const shared = resolveIncludes(ARENA_INCLUDE);
   const mains = bodies.map((b) => `local function main_${b.name}()\n${b.text}\nend`).join('\n');
   const hash = createHash('sha1').update(shared).update(mains).digest('hex').slice(0, 16);
