@@ -33,8 +33,9 @@
 
   Fair turns: promote.lua. Ahead: serve.lua. Promises: promises.lua.
 
-  Returns {{waitUs, promised, nowUs, committed, readyCount}, lease, lease, ...}, each
-  lease {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs, capped}; nowUs is
+  Returns one flat list: waitUs, promised, nowUs, committed, readyCount, then
+  each lease's eight fields, token, queue, item, attempt, expiresAtMs,
+  servedAtUs, intervalUs, capped (serve.lua lease_reply); nowUs is
   Redis's clock, intervalUs the queue's interval (0 = unlimited), capped 1 when
   the serve left the queue at its in-flight cap with items waiting (the
   lease's commit will free it: a client carries that commit in its next
@@ -87,7 +88,7 @@ for _, c in ipairs(committed) do
 end
 local again = not any_committed and replay(now, base, parsed, count + spare)
 if again then
-  again[1][4] = string.rep('1', #commits)
+  again[4] = string.rep('1', #commits)
   flush()
   return again
 end
@@ -95,24 +96,22 @@ local horizon = now + ahead
 promote_due_retries(now)
 promote_due_queues(horizon)
 local held = mget('held') == '1'
-local leases, last_back = {}, nil
-if not held then leases, last_back = serve(now, horizon, base, count, spare, lease_ms, promised) end
+-- (The reply's first five fields are filled in below, once the leases are in.)
+local reply = { 0, '', '', '', -1 }
+local leased, last_back = 0, nil
+if not held then leased, last_back = serve(reply, now, horizon, base, count, spare, lease_ms, promised) end
 -- Every lease asked for served, the last from an unlimited queue that went
 -- straight back to the ready set (the call ended there): more is ready now,
 -- and an unlimited queue is never promised, so the reply needs no look at
 -- the schedule.
-local head
-if #leases >= count and last_back and last_back.iv == 0 then
-  head = { 0, '' }
-else
-  head = wait_reply(now, not held, promised, ahead)
+if not (leased >= count and last_back and last_back.iv == 0) then
+  reply[1], reply[2] = wait_reply(now, not held, promised, ahead)
 end
-head[3] = fmt(now)
-head[4] = tconcat(committed)
-head[5] = want_ready and rcall('ZCARD', K_READY) or -1
+reply[3] = fmt(now)
+reply[4] = tconcat(committed)
+if want_ready then reply[5] = rcall('ZCARD', K_READY) end
 -- More is ready than this caller took: pass a wake-up on (when it was woken,
 -- or its commits freed a queue's in-flight cap).
-if ((#leases > 0 and woken) or freed) and head[1] == 0 then signal() end
+if ((leased > 0 and woken) or freed) and reply[1] == 0 then signal() end
 flush()
-table.insert(leases, 1, head)
-return leases
+return reply

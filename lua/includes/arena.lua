@@ -30,11 +30,13 @@ end
 local function flush()
   release_slots()
   local args = flush_items()
+  -- (Emptied as it is read, here and in flush_meta and records_args: a
+  -- table made anew each call is work for the allocator and the collector.)
   for f, v in pairs(DEFERRED) do
     args[#args + 1] = f
     args[#args + 1] = v
+    DEFERRED[f] = nil
   end
-  DEFERRED = {}
   flush_meta(records_args(args))
   for i = 1, #args, 2000 do
     rcall('HSET', K_STATE, unpack(args, i, mmin(i + 1999, #args)))

@@ -132,7 +132,6 @@ function meta()
   }
   local wanted = FIELDS_WANTED
   for j = 1, #wanted do FIELDC[wanted[j]] = v[10 + j] end
-  FIELDS_WANTED = {}
   if not META.v then adopt_older_meta() end
   return META
 end
@@ -183,8 +182,8 @@ local function flush_meta(args)
   for f in pairs(MDIRTY) do
     args[#args + 1] = f
     args[#args + 1] = m[f]
+    MDIRTY[f] = nil
   end
-  MDIRTY = {}
   if MPDIRTY then
     args[#args + 1] = 'm'
     args[#args + 1] = spack(MPACK_FMT, m.turn, m.gap, m.lastserve, m.queued, m.leased, m.delayed, m.done, m.dead, m.expired, m.enqueued, m.qseq, m.reapat, m.delayat, m.schedat)

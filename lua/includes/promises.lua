@@ -21,14 +21,14 @@ local CLAIM_GRACE_US = 20000
 -- the count that says whether there is any: made once, not per call.
 local WAIT_BOUNDS = { 'delayat', 'delayed', 'reapat', 'leased' }
 
--- The reply's head {waitUs, promised}: when the caller's next call may find
+-- The reply's waitUs and promised: when the caller's next call may find
 -- work, and a ready queue or upcoming slot promised to it (see above).
 -- promise_ready: an unpromised ready queue may be promised to the caller at
 -- once (it has just been served and may come straight back for more).
 -- mine: the caller's own promise (a slot moved by a pause is promised to
 -- it again, not counted as someone else's); ahead: as dequeue's ARGV[6].
 local function wait_reply(now, promise_ready, mine, ahead)
-  if mget('held') == '1' then return { -1, '' } end
+  if mget('held') == '1' then return -1, '' end
   -- Ready queues first: one not promised yet is promised now; if all are
   -- promised, come back when the first promise lapses (its holder may be gone).
   local w = nil
@@ -38,17 +38,17 @@ local function wait_reply(now, promise_ready, mine, ahead)
     if st.cl <= now then
       -- An unlimited queue has no slot to share out: it is ready for whoever
       -- comes, never claimed (a claim would only turn other callers away).
-      if st.iv == 0 then return { 0, '' } end
+      if st.iv == 0 then return 0, '' end
       if promise_ready then
         st.cl = now + CLAIM_GRACE_US
         qdirty(qid, st)
-        return { 0, qid }
+        return 0, qid
       end
     elseif w == nil or st.cl < w then
       w = st.cl
     end
   end
-  if #ready >= CLAIM_SCAN then return { 0, '' } end
+  if #ready >= CLAIM_SCAN then return 0, '' end
   -- A retry coming due, a lease expiring: by their bounds (past `now` here,
   -- this call having looked behind any that had passed; a bound below its
   -- set's earliest costs one early call at most), when there are any.
@@ -69,7 +69,7 @@ local function wait_reply(now, promise_ready, mine, ahead)
       st.cl = at + CLAIM_GRACE_US
       qdirty(qid, st)
       -- Come back `ahead` before the slot: it is served to you then.
-      return { mmax(0, at - now - ahead), qid }
+      return mmax(0, at - now - ahead), qid
     end
   end
   if slots[1] and #slots >= 2 then
@@ -78,8 +78,8 @@ local function wait_reply(now, promise_ready, mine, ahead)
     local again = tonumber(slots[2]) + mmax(qstate(slots[1]).iv, 1000)
     if w == nil or again < w then w = again end
   end
-  if w == nil then return { -1, '' } end
-  return { mmax(0, w - now), '' }
+  if w == nil then return -1, '' end
+  return mmax(0, w - now), ''
 end
 
 -- The next queue to serve: a due rate-limited queue at the head, else the

@@ -80,8 +80,8 @@ local function records_args(args)
   for qid in pairs(QDIRTY) do
     args[#args + 1] = qid
     args[#args + 1] = qpack(QCACHE[qid])
+    QDIRTY[qid] = nil
   end
-  QDIRTY = {}
   return args
 end
 

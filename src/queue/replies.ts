@@ -51,26 +51,34 @@ export interface DequeueReply {
   leases: RawLease[];
 }
 
-/** dequeue: {{waitUs, promised, nowUs, committed, readyCount}, {token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs, capped}...}. */
+/** Fields of dequeue's reply before its leases, and of each lease after them. */
+const DEQUEUE_HEAD = 5;
+const LEASE_FIELDS = 8;
+
+/** dequeue, one flat list: waitUs, promised, nowUs, committed, readyCount, then per lease token, queue, item, attempt, expiresAtMs, servedAtUs, intervalUs, capped. */
 export function decodeDequeue(r: unknown): DequeueReply {
-  const [head, ...rest] = r as [[number, string, string, string?, number?], ...unknown[][]];
-  const waitUs = num(head[0]);
+  const f = r as (string | number | null | undefined)[];
+  const waitUs = num(f[0]);
+  const leases: RawLease[] = [];
+  for (let i = DEQUEUE_HEAD; i + LEASE_FIELDS <= f.length; i += LEASE_FIELDS) {
+    leases.push({
+      token: String(f[i]),
+      queue: String(f[i + 1]),
+      item: String(f[i + 2]),
+      attempt: num(f[i + 3]),
+      expiresAt: num(f[i + 4]),
+      servedAt: num(f[i + 5]) / 1000,
+      intervalMs: num(f[i + 6]) / 1000,
+      capped: num(f[i + 7]) === 1,
+    });
+  }
   return {
     waitUs: waitUs < 0 ? null : waitUs,
-    promised: String(head[1] ?? ''),
-    nowMs: num(head[2]) / 1000,
-    committed: [...String(head[3] ?? '')].map((c) => (c === '1' ? 'ok' : 'stale')),
-    readyCount: head[4] === undefined ? -1 : Number(head[4]),
-    leases: rest.map(([token, queue, item, attempt, expiresAt, servedAt, interval, capped]) => ({
-      token: String(token),
-      queue: String(queue),
-      item: String(item),
-      attempt: num(attempt),
-      expiresAt: num(expiresAt),
-      servedAt: num(servedAt) / 1000,
-      intervalMs: num(interval) / 1000,
-      capped: num(capped) === 1,
-    })),
+    promised: String(f[1] ?? ''),
+    nowMs: num(f[2]) / 1000,
+    committed: [...String(f[3] ?? '')].map((c) => (c === '1' ? 'ok' : 'stale')),
+    readyCount: f[4] === undefined ? -1 : Number(f[4]),
+    leases,
   };
 }
 

@@ -197,15 +197,15 @@ describe('replayed calls', () => {
     await q.enqueue(arena, 'a', ['one', 'two', 'three']);
     const runner = new ScriptRunner(fx.redis);
     const keys = arenaKeys('weir', arena);
-    const first = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0])) as unknown[][];
-    const again = (await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0])) as unknown[][];
+    const first = decodeDequeue(await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0])).leases;
+    const again = decodeDequeue(await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0])).leases;
     // (A token: the lease's key, a colon, its queue's id.)
-    assert.deepEqual(first.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
-    assert.deepEqual(again.slice(1).map((l) => [l[0], l[2]]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
+    assert.deepEqual(first.map((l) => [l.token, l.item]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
+    assert.deepEqual(again.map((l) => [l.token, l.item]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
     const s = await q.stats(arena);
     assert.deepEqual([s.queued, s.leased], [1, 2], 'nothing served twice');
     // A resent commit-and-take: its commit counted once, its lease given back, nothing served twice.
-    const token = String(first[1]?.[0]);
+    const token = String(first[0]?.token);
     const take = (): Promise<unknown> => runner.run('dequeue', keys, ['replay-token-next', 60000, '0', 1, '', 0, '', 0, token]);
     const once = decodeDequeue(await take());
     const twice = decodeDequeue(await take());
