@@ -74,6 +74,14 @@ async function crawlOn(redis: RedisServer, web: SyntheticWeb, rates: (number | '
   return { wallMs: performance.now() - t0 };
 }
 
+/** The longest time no site heard a request, s (a Redis away: its downtime as the sites saw it). */
+function longestSilence(log: SyntheticWeb['log']): number {
+  const t = log.map((r) => r.at).sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 1; i < t.length; i++) most = Math.max(most, (t[i] as number) - (t[i - 1] as number));
+  return most / 1000;
+}
+
 function span(log: SyntheticWeb['log']): number {
   const t = log.map((r) => r.at);
   return (Math.max(...t) - Math.min(...t)) / 1000;
@@ -143,7 +151,7 @@ export async function paceBenchmarks(out: Out, dir: string): Promise<void> {
     const e = efficiency(web, run.rate, run.specs.length);
     const pages = web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length;
     const want = run.specs.reduce((a, s) => a + s.pages, 0);
-    out(`pacing efficiency: ${run.name}`, e.eff.toFixed(3), `target ${run.target}; busiest site ${e.n} requests in ${e.span.toFixed(1)} s, smallest gap ${e.gap.toFixed(1)} ms (limit ${(1000 / run.rate).toFixed(0)}); ${pages}/${want} pages; wall ${(wallMs / 1000).toFixed(1)} s`);
+    out(`pacing efficiency: ${run.name}`, e.eff.toFixed(3), `target ${run.target}; busiest site ${e.n} requests in ${e.span.toFixed(1)} s, smallest gap ${e.gap.toFixed(1)} ms (limit ${(1000 / run.rate).toFixed(0)}); ${pages}/${want} pages; wall ${(wallMs / 1000).toFixed(1)} s${run.s.events ? `; longest silence ${longestSilence(web.log).toFixed(1)} s` : ''}`);
     await web.close();
   }
 }
