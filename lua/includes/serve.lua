@@ -26,8 +26,9 @@ local PACE_WEIGHT = 0.05
 -- a table per lease cost a commit-and-take 2 % of its instructions.
 local function lease_reply(out, slot, id, qid, st, item, attempt, expires_ms, served_s)
   local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
-  -- (An interval is mostly whole µs, and most often 0: fmt prints those for a tenth of '%.3f'.)
-  local iv = st.iv % 1 == 0 and fmt(st.iv) or sformat('%.3f', st.iv)
+  -- (An interval is mostly whole µs, and most often 0: fmt prints those
+  -- for a tenth of '%.3f', and 0 needs no printing.)
+  local iv = st.iv == 0 and '0' or st.iv % 1 == 0 and fmt(st.iv) or sformat('%.3f', st.iv)
   local n = #out
   out[n + 1], out[n + 2], out[n + 3], out[n + 4] = token_of(slot, id, qid), st.name, item, attempt
   out[n + 5], out[n + 6], out[n + 7], out[n + 8] = expires_ms, served_s, iv, capped
@@ -120,6 +121,8 @@ local function serve(out, now, horizon, base, count, spare, lease_ms, promised)
   local turn = mget('turn')
   local expires = now + lease_ms * 1000
   local expires_s, expires_ms = fmt(expires), fmt(mfloor(expires / 1000))
+  -- (A serve mostly happens at its call's time: printed once, when one does.)
+  local now_s = nil
   local taken = 0
   for _ = 1, count + spare + POP_TRIES do
     local qid
@@ -148,7 +151,8 @@ local function serve(out, now, horizon, base, count, spare, lease_ms, promised)
         lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
         lease_expiry(slot, expires, expires_s)
         advance(st, served)
-        lease_reply(out, slot, id, qid, st, item, attempts + 1, expires_ms, fmt(served))
+        if served == now then now_s = now_s or fmt(now) end
+        lease_reply(out, slot, id, qid, st, item, attempts + 1, expires_ms, served == now and now_s or fmt(served))
         leased = leased + 1
       end
       -- Back into the schedule: the tail of the round-robin, or `sched` at its next time.
