@@ -46,6 +46,9 @@ export const PACING = {
  */
 const tinyInterval = (lease: Lease): boolean => lease.intervalMs <= PACING.sendSlackMs;
 
+/** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
+const MAX_CLOCK_LOOKS = 3;
+
 /** When the domain's next slot may be handed out (Redis ms): slots go out aheadMs before their time. A push must land before it. */
 const nextHandedOut = (lease: Lease): number => lease.servedAt + lease.intervalMs - PACING.aheadMs;
 
@@ -59,7 +62,7 @@ export const realClock: LocalClock = { now: () => performance.now(), sleepUntil 
 
 /** What the pacer needs of the queue: Redis's clock as seen here, and pausing a queue. */
 export interface SlotQueue {
-  readonly clock: { readonly uncertaintyMs: number; toRedis(localMs: number): number };
+  readonly clock: { readonly uncertaintyMs: number; toRedis(localMs: number): number; toLocal(redisMs: number): number };
   pause(arena: string, queue: string, ms: number): Promise<number>;
 }
 
@@ -91,11 +94,26 @@ export class SendPacer {
     // The slot's time on this clock is known to within ±u (half the best round
     // trip seen): wait for its latest possible time, so a request is never
     // early, and count the ±u spread as lateness the next slot must absorb.
-    const u = this.queue.clock.uncertaintyMs;
+    // The slot is mapped with the clock's estimate of now, never the one its
+    // lease came with (lease.localServedAt): the estimate and its u change
+    // together, and an old estimate's error can be far more than today's u
+    // (a loaded machine's poor samples give way to a good one: a request
+    // went out 20 ms early so). Should the estimate move later while this
+    // waits, it waits again (a bounded number of times).
     const tiny = tinyInterval(lease);
-    const sendAt = lease.localServedAt + (tiny ? 0 : PACING.sendDelayMs) + u;
-    await this.clock.sleepUntil(sendAt, signal);
-    if (signal?.aborted) return null;
+    const latest = (): { at: number; u: number } => {
+      const u = this.queue.clock.uncertaintyMs;
+      return { at: this.queue.clock.toLocal(lease.servedAt) + (tiny ? 0 : PACING.sendDelayMs) + u, u };
+    };
+    let { at: sendAt, u } = latest();
+    for (let looks = 0; ; looks++) {
+      await this.clock.sleepUntil(sendAt, signal);
+      if (signal?.aborted) return null;
+      if (looks === MAX_CLOCK_LOOKS) break;
+      const now = latest();
+      if (now.at <= sendAt) break;
+      ({ at: sendAt, u } = now);
+    }
     if (tiny) return Math.max(sendAt, this.clock.now());
     const late = this.clock.now() - sendAt + 2 * u;
     if (late <= PACING.sendSlackMs) return sendAt;

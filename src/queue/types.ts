@@ -24,7 +24,10 @@ export interface Lease {
   readonly servedAt: number;
   /**
    * The same moment on this process's performance.now() clock (see
-   * RedisClock). Lets a client act at a fixed offset from its slot.
+   * RedisClock), as estimated when the lease arrived. A client that waits
+   * for its slot should map servedAt again when it acts (clock.toLocal,
+   * with clock.uncertaintyMs, which belong to the same estimate): an older
+   * estimate may be off by more than the current uncertainty.
    */
   readonly localServedAt: number;
   /** The queue's interval between serves when this was served, ms (0 = unlimited). */

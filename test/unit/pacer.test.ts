@@ -22,7 +22,7 @@ function fakeQueue(clock: { t: number }, uncertaintyMs = 0, pauseTakesMs = 0): S
   const pauses: { queue: string; ms: number; at: number }[] = [];
   return {
     pauses,
-    clock: { uncertaintyMs, toRedis: (local: number) => local + 1_000_000 },
+    clock: { uncertaintyMs, toRedis: (local: number) => local + 1_000_000, toLocal: (redis: number) => redis - 1_000_000 },
     pause: (_arena, queue, ms) => {
       pauses.push({ queue, ms, at: clock.t });
       clock.t += pauseTakesMs;
@@ -59,6 +59,33 @@ describe('send pacer', () => {
     assert.equal(clock.t, at);
     assert.deepEqual(q.pauses, []);
     assert.deepEqual(counts, []);
+  });
+
+  it("maps the slot with the clock's estimate at send time, not the one its lease came with", async () => {
+    // The lease arrived when a poor estimate put its slot at local 100; a better
+    // one since (u 0.4) puts that Redis time at local 120. Sending by the old
+    // mapping would be 20 ms before the slot: a gap short by 20 at the server.
+    const clock = fakeClock(0);
+    const q = fakeQueue(clock, 0.4);
+    const shifted = { ...q, clock: { ...q.clock, toLocal: (redis: number) => redis - 1_000_000 + 20 } };
+    const { pacer: p } = pacer(clock, shifted);
+    const at = await p.hold(lease(100, 500));
+    assert.equal(at, 120 + PACING.sendDelayMs + 0.4);
+    assert.equal(clock.t, at);
+  });
+
+  it('waits again when the estimate moves the slot later while it waits (a bounded number of times)', async () => {
+    const clock = fakeClock(0);
+    const q = fakeQueue(clock);
+    // Each wake sees the slot 7 ms later than before (new samples while asleep).
+    let shift = 0;
+    const moving: SlotQueue = { ...q, clock: { ...q.clock, toLocal: (redis: number) => redis - 1_000_000 + shift } };
+    const sleeps: number[] = [];
+    const c = { ...clock, sleepUntil: (at: number) => (sleeps.push(at), (clock.t = Math.max(clock.t, at)), (shift += 7), Promise.resolve()) };
+    const p = new SendPacer(moving, 'a', () => undefined, c);
+    const at = await p.hold(lease(100, 500));
+    assert.deepEqual(sleeps, [102, 109, 116, 123], 'the first wait, then one more for each move, at most three');
+    assert.equal(at, 123);
   });
 
   it('intervals within the send slack (100,000/s): never before the slot, but no send delay and no lateness checks', async () => {
