@@ -97,9 +97,10 @@ export class SendPacer {
     // The slot is mapped with the clock's estimate of now, never the one its
     // lease came with (lease.localServedAt): the estimate and its u change
     // together, and an old estimate's error can be far more than today's u
-    // (a loaded machine's poor samples give way to a good one: a request
-    // went out 20 ms early so). Should the estimate move later while this
-    // waits, it waits again (a bounded number of times).
+    // (on a loaded machine poor samples give way to a good one: by the old
+    // mapping a request could go out that much before its slot). Should the
+    // estimate move the slot later while this waits, it waits again (a
+    // bounded number of times).
     const tiny = tinyInterval(lease);
     const latest = (): { at: number; u: number } => {
       const u = this.queue.clock.uncertaintyMs;
@@ -110,9 +111,9 @@ export class SendPacer {
       await this.clock.sleepUntil(sendAt, signal);
       if (signal?.aborted) return null;
       if (looks === MAX_CLOCK_LOOKS) break;
-      const now = latest();
-      if (now.at <= sendAt) break;
-      ({ at: sendAt, u } = now);
+      const newest = latest();
+      if (newest.at <= sendAt) break;
+      ({ at: sendAt, u } = newest);
     }
     if (tiny) return Math.max(sendAt, this.clock.now());
     const late = this.clock.now() - sendAt + 2 * u;
