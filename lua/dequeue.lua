@@ -86,7 +86,9 @@ local any_committed = false
 for _, c in ipairs(committed) do
   if c == 1 then any_committed = true end
 end
-local again = not any_committed and replay(now, base, parsed, count + spare)
+-- (Printed once: the reply's clock, and the serve time of a lease served now.)
+local now_s = fmt(now)
+local again = not any_committed and replay(now_s, base, parsed, count + spare)
 if again then
   again[4] = string.rep('1', #commits)
   flush()
@@ -96,10 +98,10 @@ local horizon = now + ahead
 promote_due_retries(now)
 promote_due_queues(horizon)
 local held = mget('held') == '1'
--- (The reply's first five fields are filled in below, once the leases are in.)
-local reply = { 0, '', '', '', -1 }
+-- (The reply's wait, promise, commits and ready count are filled in below, once the leases are in.)
+local reply = { 0, '', now_s, '', -1 }
 local leased, last_back = 0, nil
-if not held then leased, last_back = serve(reply, now, horizon, base, count, spare, lease_ms, promised) end
+if not held then leased, last_back = serve(reply, now, now_s, horizon, base, count, spare, lease_ms, promised) end
 -- Every lease asked for served, the last from an unlimited queue that went
 -- straight back to the ready set (the call ended there): more is ready now,
 -- and an unlimited queue is never promised, so the reply needs no look at
@@ -107,7 +109,6 @@ if not held then leased, last_back = serve(reply, now, horizon, base, count, spa
 if not (leased >= count and last_back and last_back.iv == 0) then
   reply[1], reply[2] = wait_reply(now, not held, promised, ahead)
 end
-reply[3] = fmt(now)
 reply[4] = tconcat(committed)
 if want_ready then reply[5] = rcall('ZCARD', K_READY) end
 -- More is ready than this caller took: pass a wake-up on (when it was woken,

@@ -40,9 +40,8 @@ end
 -- call put them first in the slots its commits freed, in order, then in
 -- slots of their own ("<base>.<i>"). Their serve time is given as now,
 -- which only makes a caller that keeps spacing from it wait longer.
-local function replay(now, base, parsed, count)
+local function replay(now_s, base, parsed, count)
   local mine = base .. '.'
-  local now_s = fmt(now)
   local again = { 0, '', now_s, '', -1 }
   local n = 0
   local function add(slot, rec)
@@ -112,17 +111,16 @@ end
 -- pays nothing for them. Queue records are cached for the call (a batch may
 -- serve one queue many times) and written once by flush(); arena counters
 -- and the turn counter are summed and written once. The leases go at the
--- end of `out` (lease_reply). Returns how many, and the record of the
--- queue the last serve put back into `ready` (nil if it did not).
-local function serve(out, now, horizon, base, count, spare, lease_ms, promised)
+-- end of `out` (lease_reply); a serve at the call's time is given as
+-- now_s, `now` as the call printed it. Returns how many, and the record of
+-- the queue the last serve put back into `ready` (nil if it did not).
+local function serve(out, now, now_s, horizon, base, count, spare, lease_ms, promised)
   local leased = 0
   local passed = {}
   local last_back = nil
   local turn = mget('turn')
   local expires = now + lease_ms * 1000
   local expires_s, expires_ms = fmt(expires), fmt(mfloor(expires / 1000))
-  -- (A serve mostly happens at its call's time: printed once, when one does.)
-  local now_s = nil
   local taken = 0
   for _ = 1, count + spare + POP_TRIES do
     local qid
@@ -151,7 +149,6 @@ local function serve(out, now, horizon, base, count, spare, lease_ms, promised)
         lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
         lease_expiry(slot, expires, expires_s)
         advance(st, served)
-        if served == now then now_s = now_s or fmt(now) end
         lease_reply(out, slot, id, qid, st, item, attempts + 1, expires_ms, served == now and now_s or fmt(served))
         leased = leased + 1
       end

@@ -77,7 +77,7 @@ export function decodeDequeue(r: unknown): DequeueReply {
     promised: String(f[1] ?? ''),
     nowMs: num(f[2]) / 1000,
     committed: [...String(f[3] ?? '')].map((c) => (c === '1' ? 'ok' : 'stale')),
-    readyCount: f[4] === undefined ? -1 : Number(f[4]),
+    readyCount: num(f[4]),
     leases,
   };
 }
