@@ -55,14 +55,20 @@ export interface FetchResult {
 const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
 
 /**
- * The moment each request's headers are written (undici's diagnostics
- * channel, published synchronously just before the socket write). A gate
- * registered for the URL is asked then whether the request may still go:
- * a request that would leave too late for its rate slot is not sent at all
- * (its socket is destroyed before anything is written) and its fetch fails
- * with WEIR_LATE. The last moment a decision can be made is the write itself.
+ * The pacer's say over one request as undici writes it (diagnostics
+ * channels, published synchronously around the socket write).
+ * `mayGo` is asked just before the headers are written: a request that
+ * would leave too late for its rate slot is not sent at all (its socket is
+ * destroyed before anything is written) and its fetch fails with WEIR_LATE.
+ * The last moment a decision can be made is the write itself. `wrote` is
+ * told just after the write (undici:request:bodySent: weir's requests have
+ * no body): a process stalled between the two (preempted on a loaded
+ * machine) sent later than `mayGo` judged.
  */
-export type SendGate = (at: number) => boolean;
+export interface SendGate {
+  mayGo(at: number): boolean;
+  wrote(at: number): void;
+}
 
 /**
  * What one fetch asks of its request as undici handles it: the send gate,
@@ -73,6 +79,8 @@ export type SendGate = (at: number) => boolean;
  */
 interface RequestHooks {
   gate?: SendGate | undefined;
+  /** The gate that let the request go, told when it was written. */
+  sent?: SendGate | undefined;
   capture?: ExchangeCapture | null;
   stoppedLate?: boolean;
 }
@@ -93,12 +101,20 @@ subscribe('undici:client:sendHeaders', (message) => {
   if (!hooks) return;
   const { gate } = hooks;
   hooks.gate = undefined;
-  if (gate && !gate(performance.now())) {
+  if (gate && !gate.mayGo(performance.now())) {
     hooks.stoppedLate = true;
     socket.destroy(new Error('not sent: too late for its rate slot'));
     return;
   }
+  hooks.sent = gate;
   hooks.capture?.onSent(headers, socket.remoteAddress ?? null);
+});
+subscribe('undici:request:bodySent', (message) => {
+  const hooks = hooksOf.get((message as { request: object }).request);
+  const gate = hooks?.sent;
+  if (!hooks || !gate) return;
+  hooks.sent = undefined;
+  gate.wrote(performance.now());
 });
 subscribe('undici:request:headers', (message) => {
   const { request: r, response } = message as { request: object; response: { statusCode: number; statusText: string; headers: Buffer[] } };

@@ -4,6 +4,9 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FairQueue, QueueStats } from '../queue/index.js';
 import type { TallyName } from './tally.js';
 
+/** The pacer's tallies of late requests, as weir_late_requests_total's outcomes. */
+const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'pushed', lateSlots: 'not_sent', shortGaps: 'short_gap' };
+
 /**
  * A worker's Prometheus metrics (prom-client), served at /metrics by
  * `weir worker --metrics-port P`. Counters are this worker's own; the
@@ -18,6 +21,7 @@ export class CrawlMetrics {
   readonly leases: Counter<'outcome'>;
   readonly robotsBlocked: Counter;
   readonly dedupeHits: Counter;
+  readonly lateRequests: Counter<'outcome'>;
   private server: Server | undefined;
 
   constructor(queue: FairQueue, arena: string) {
@@ -40,6 +44,12 @@ export class CrawlMetrics {
     this.leases = new Counter({ name: 'weir_leases_total', help: 'Leases by what became of them: taken, committed, retried, released, dead, stale', labelNames: ['outcome'], registers });
     this.robotsBlocked = new Counter({ name: 'weir_robots_blocked_total', help: 'URLs skipped because robots.txt disallows them', registers });
     this.dedupeHits = new Counter({ name: 'weir_dedupe_hits_total', help: 'In-scope links dropped as already seen (shared Bloom filter)', registers });
+    this.lateRequests = new Counter({
+      name: 'weir_late_requests_total',
+      help: "Requests later than their rate slot allowed: pushed (the domain's next slot pushed past them), not_sent (the slot given up), short_gap (written once the next slot was out: the site may have seen a gap that much short)",
+      labelNames: ['outcome'],
+      registers,
+    });
     new Gauge({
       name: 'weir_domain_queued',
       help: 'URLs queued per domain (from Redis)',
@@ -76,6 +86,7 @@ export class CrawlMetrics {
     else if (name === 'bytes') this.bytes.inc(n);
     else if (name === 'robots') this.robotsBlocked.inc(n);
     else if (name === 'dedupeHits') this.dedupeHits.inc(n);
+    else if (name in LATE_OUTCOMES) this.lateRequests.inc({ outcome: LATE_OUTCOMES[name] }, n);
   }
 
   /** Serves /metrics on 0.0.0.0:port (0 = any free port); resolves the port. */

@@ -1,4 +1,5 @@
 import { sleepUntil, type Lease } from '../queue/index.js';
+import type { SendGate } from './fetch.js';
 import type { TallyName } from './tally.js';
 
 export const PACING = {
@@ -45,6 +46,9 @@ export const PACING = {
  * checks (which would only hand slots back for nothing).
  */
 const tinyInterval = (lease: Lease): boolean => lease.intervalMs <= PACING.sendSlackMs;
+
+/** The gate of a request with no gap to keep (unlimited, or an interval within the slack). */
+const OPEN_GATE: SendGate = { mayGo: () => true, wrote: () => undefined };
 
 /** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
 const MAX_CLOCK_LOOKS = 3;
@@ -137,27 +141,52 @@ export class SendPacer {
   }
 
   /**
-   * The last check before a request leaves, made as its headers are written
-   * (Fetcher's send gate): within maxWriteLateMs of the planned time, go.
-   * Later, go only if the domain's next slot is far enough from being handed
-   * out that a push by the lateness surely lands first (the push is sent as
-   * the request goes); else don't send at all (the lease goes back unused).
-   * The decision made in hold() can be undone by a busy event loop between
-   * it and the write; this one cannot.
+   * The pacer's say as undici writes the request (Fetcher's send gate).
+   * mayGo, the last check before it leaves, made as its headers are
+   * written: within maxWriteLateMs of the planned time, go. Later, go only
+   * if the domain's next slot is far enough from being handed out that a
+   * push by the lateness surely lands first (the push is sent as the
+   * request goes); else don't send at all (the lease goes back unused). The
+   * decision made in hold() can be undone by a busy event loop between it
+   * and the write; this one cannot. wrote, told just after the write: the
+   * process can still stall between the check and the write (preempted on
+   * a loaded machine: 8-25 ms seen on two shared cores, the gap after the
+   * request then short by as much at the server), so a write later than
+   * the check allowed pushes the next slot too, if it is not out yet.
    */
-  gate(lease: Lease, plannedAt: number): (at: number) => boolean {
-    return (at) => {
-      if (lease.intervalMs === 0 || tinyInterval(lease)) return true;
-      const late = at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
-      if (late <= PACING.maxWriteLateMs) return true;
-      const cover = late + PACING.pauseCoverMs;
-      if (this.queue.clock.toRedis(at) + cover + PACING.pushMarginMs < nextHandedOut(lease)) {
-        this.count(lease.queue, 'lateSends');
-        void this.pushNextSlot(lease, cover).catch(() => undefined);
-        return true;
-      }
-      this.count(lease.queue, 'lateSlots');
-      return false;
+  gate(lease: Lease, plannedAt: number): SendGate {
+    if (lease.intervalMs === 0 || tinyInterval(lease)) return OPEN_GATE;
+    const late = (at: number): number => at - plannedAt + 2 * this.queue.clock.uncertaintyMs;
+    // What a push must cover: lateness past the slot's own send time, which
+    // plannedAt is past already when hold() sent late (and pushed for that).
+    const pastSlot = (at: number): number => this.queue.clock.toRedis(at) + this.queue.clock.uncertaintyMs - lease.servedAt - PACING.sendDelayMs;
+    // How late past plannedAt a write may be with the gap after it kept
+    // whole: the check's own allowance, or what its push covered.
+    let covered: number = PACING.maxWriteLateMs;
+    return {
+      mayGo: (at) => {
+        const lateMs = late(at);
+        if (lateMs <= covered) return true;
+        const cover = pastSlot(at) + PACING.pauseCoverMs;
+        if (this.queue.clock.toRedis(at) + cover + PACING.pushMarginMs < nextHandedOut(lease)) {
+          this.count(lease.queue, 'lateSends');
+          covered = lateMs + PACING.pauseCoverMs;
+          void this.pushNextSlot(lease, cover).catch(() => undefined);
+          return true;
+        }
+        this.count(lease.queue, 'lateSlots');
+        return false;
+      },
+      wrote: (at) => {
+        const lateMs = late(at);
+        if (lateMs <= covered) return;
+        if (this.queue.clock.toRedis(at) < nextHandedOut(lease)) {
+          this.count(lease.queue, 'lateSends');
+          void this.pushNextSlot(lease, pastSlot(at) + 1).catch(() => undefined);
+          return;
+        }
+        this.count(lease.queue, 'shortGaps');
+      },
     };
   }
 

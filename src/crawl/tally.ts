@@ -44,6 +44,12 @@ export const TALLY_NAMES = [
   'lateSends',
   /** Slots missed by too much: the lease went back unused. */
   'lateSlots',
+  /**
+   * Requests written later than the send gate allowed (the process stalled
+   * between its check and the write) once the domain's next slot was out:
+   * the site may have seen a gap short by that stall.
+   */
+  'shortGaps',
   /** Leases handed back unused (shutdown, missed slots, robots waits). */
   'released',
   /** Lease calls that found the lease expired (its URL goes to another worker). */

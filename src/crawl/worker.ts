@@ -274,9 +274,16 @@ export class CrawlWorker {
       if (plannedAt === null) return release();
       let sentAt = plannedAt;
       const sendGate = this.pacer.gate(lease, plannedAt);
-      const got = await this.robots.fetch(origin, lease.queue, failures, this.fetchAbort.signal, (at) => {
-        sentAt = at;
-        return sendGate(at);
+      // The domain stays paused until the pause is moved past the actual
+      // write (below): a late write needs no push of its own.
+      const got = await this.robots.fetch(origin, lease.queue, failures, this.fetchAbort.signal, {
+        mayGo: (at) => {
+          sentAt = at;
+          return sendGate.mayGo(at);
+        },
+        wrote: (at) => {
+          sentAt = at;
+        },
       });
       const gapMs = Math.max(lease.intervalMs, (got.crawlDelay ?? 0) * 1000);
       const nextSend = this.queue.clock.toRedis(Math.max(sentAt, plannedAt)) + gapMs - PACING.sendDelayMs + 1;

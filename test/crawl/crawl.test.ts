@@ -391,6 +391,14 @@ describe('Prometheus metrics', () => {
     assert.equal(value(end, `weir_domain_leased{domain="${M.key}"}`), 0);
     assert.ok(value(end, 'weir_dedupe_hits_total') >= 0);
     assert.equal(value(end, 'weir_arena_leases_expired'), 0);
+    // The pacer's late tallies, by outcome (the worker counts them as it paces).
+    const late = (text: string, outcome: string): number => value(text, `weir_late_requests_total{outcome="${outcome}"}`) || 0;
+    const before = ['pushed', 'not_sent', 'short_gap'].map((o) => late(end, o));
+    metrics.count('lateSends', 1);
+    metrics.count('lateSlots', 2);
+    metrics.count('shortGaps', 3);
+    const after = await scrape();
+    assert.deepEqual(['pushed', 'not_sent', 'short_gap'].map((o, i) => late(after, o) - (before[i] ?? 0)), [1, 2, 3]);
     await metrics.close();
     await queue.close();
   });

@@ -95,7 +95,7 @@ describe('send pacer', () => {
     const at = await p.hold(lease(100, 0.01));
     assert.equal(at, 150, 'sent when it woke, late: the gap after the one before is short by at most 0.01 ms');
     assert.deepEqual(q.pauses, []);
-    assert.equal(p.gate(lease(100, 0.01), 100)(900), true);
+    assert.equal(p.gate(lease(100, 0.01), 100).mayGo(900), true);
     assert.deepEqual(counts, []);
     const early = fakeClock(0);
     assert.equal(await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)), 100, 'not before its slot');
@@ -169,18 +169,55 @@ describe('send pacer', () => {
     const clock = fakeClock(150);
     const q = fakeQueue(clock);
     const { pacer: p, counts } = pacer(clock, q);
-    const gate = p.gate(lease(100, 500), 110);
-    assert.equal(gate(110), true);
-    assert.equal(gate(110 + PACING.maxWriteLateMs - 0.5), true);
+    assert.equal(p.gate(lease(100, 500), 110).mayGo(110), true);
+    assert.equal(p.gate(lease(100, 500), 110).mayGo(110 + PACING.maxWriteLateMs - 0.5), true);
     assert.deepEqual(q.pauses, []);
-    assert.equal(gate(110 + 10), true, 'late, but the next slot goes out only at 580: pushed');
+    assert.equal(p.gate(lease(100, 500), 110).mayGo(110 + 10), true, 'late, but the next slot goes out only at 580: pushed');
     await new Promise((r) => setImmediate(r));
     assert.equal(q.pauses.length, 1);
     // interval 60 ms: the next slot goes out at 100 + 60 − aheadMs, too soon for a push to land first.
-    assert.equal(p.gate(lease(100, 60), 110)(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
+    assert.equal(p.gate(lease(100, 60), 110).mayGo(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
     assert.deepEqual(counts, ['lateSends', 'lateSlots']);
-    assert.equal(p.gate(lease(100, 0), 110)(900), true, 'unlimited: no slot to keep');
+    assert.equal(p.gate(lease(100, 0), 110).mayGo(900), true, 'unlimited: no slot to keep');
     const uncertain = pacer(clock, fakeQueue(clock, 2));
-    assert.equal(uncertain.pacer.gate(lease(100, 60), 110)(110), false, 'the clock spread counts as lateness');
+    assert.equal(uncertain.pacer.gate(lease(100, 60), 110).mayGo(110), false, 'the clock spread counts as lateness');
+  });
+  it('a write later than the gate judged (the process stalled between the check and the write) pushes the next slot past it, if that slot is not out yet', async () => {
+    const clock = fakeClock(102);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    // Planned at the slot's send time (served 100 + the send delay); checked on time, written 20 ms later.
+    const onTime = p.gate(lease(100, 500), 100 + PACING.sendDelayMs);
+    assert.equal(onTime.mayGo(102), true);
+    onTime.wrote(102.2);
+    assert.equal(q.pauses.length, 0, 'written as checked: nothing to push');
+    const stalled = p.gate(lease(100, 500), 100 + PACING.sendDelayMs);
+    assert.equal(stalled.mayGo(102), true);
+    clock.t = 122;
+    stalled.wrote(122);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(q.pauses.length, 1);
+    // The next slot (Redis ms) no sooner than a whole interval after the write.
+    const nextSlot = 1_000_000 + clock.t + (q.pauses[0]?.ms ?? 0);
+    assert.ok(nextSlot >= 1_000_000 + 122 + 500, `next slot ${nextSlot - 1_000_000}`);
+    assert.deepEqual(counts, ['lateSends']);
+  });
+
+  it('a late write the check already pushed for is not pushed again; one past the next slot is counted as a short gap', async () => {
+    const clock = fakeClock(150);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    const late = p.gate(lease(100, 500), 102);
+    assert.equal(late.mayGo(112), true, 'late by 10: pushed by 10 + cover');
+    late.wrote(112 + PACING.pauseCoverMs - 0.5);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(q.pauses.length, 1, 'the write within what the push covered');
+    // interval 60: the next slot goes out at 100 + 60 − aheadMs = 140, before this write.
+    const tooLate = p.gate(lease(100, 60), 102);
+    assert.equal(tooLate.mayGo(102), true);
+    tooLate.wrote(145);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(q.pauses.length, 1);
+    assert.deepEqual(counts, ['lateSends', 'shortGaps']);
   });
 });
