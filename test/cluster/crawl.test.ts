@@ -18,12 +18,14 @@ import { FairQueue, shardOf, type ShardLayout } from '../../src/queue/index.js';
 import { connectRedis } from '../../src/redis.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
-import { FixtureWeb, smallestGap, treeSite } from '../helpers/web.js';
+import { TreeWeb } from '../helpers/tree-web.js';
+import { smallestGap, type RecordedRequest } from '../helpers/web.js';
 
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
 
 interface CrawlSetup {
-  web: FixtureWeb;
+  /** The sites, in a process of their own (the judge: see tree-web.ts). */
+  web: TreeWeb;
   dir: string;
   seedPath: string;
   keys: string[];
@@ -44,21 +46,22 @@ async function masterOf(client: Cluster, layout: ShardLayout, key: string): Prom
 }
 
 async function setUp(cluster: RedisClusterHandle, arena: string, sites: number, pages: number, rate: number, balanced = false): Promise<CrawlSetup> {
-  const web = new FixtureWeb();
+  const web = await TreeWeb.start();
   const keys: string[] = [];
   // Kickoff through the same door users take: a URL of one node, found to be a cluster.
   const client = (await connectRedis(`redis://127.0.0.1:${cluster.ports[1]}`)) as Cluster;
   const layout = await new FairQueue(client).fixShards(arena);
   const perMaster = new Map<string, number>();
   for (let tries = 0; keys.length < sites && tries < 1000; tries++) {
-    const site = await web.site(`s${keys.length}`, { '/robots.txt': 'User-agent: *\nAllow: /\n' }, treeSite(pages));
-    const master = await masterOf(client, layout, site.key);
+    const name = `s${keys.length}`;
+    const key = await web.add(name, pages);
+    const master = await masterOf(client, layout, key);
     if (balanced && (perMaster.get(master) ?? 0) >= sites / 3) {
-      site.server.close();
+      await web.drop(name);
       continue;
     }
     perMaster.set(master, (perMaster.get(master) ?? 0) + 1);
-    keys.push(site.key);
+    keys.push(key);
   }
   assert.equal(keys.length, sites);
   const dir = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
@@ -79,12 +82,15 @@ async function setUp(cluster: RedisClusterHandle, arena: string, sites: number, 
   return { web, dir, seedPath, keys, startWorker, logs, cleanup: async () => (await web.close(), await rm(dir, { recursive: true, force: true })) };
 }
 
+/** One site's requests, from the sites' log. */
+const of = (log: RecordedRequest[], site: string): RecordedRequest[] => log.filter((r) => r.site === site);
+
 /** Pages each site served (robots.txt aside), and how many were fetched more than once. */
-function fetchedPages(web: FixtureWeb, sites: number): { perSite: number[]; repeats: number } {
+function fetchedPages(log: RecordedRequest[], sites: number): { perSite: number[]; repeats: number } {
   const perSite: number[] = [];
   let repeats = 0;
   for (let i = 0; i < sites; i++) {
-    const paths = web.of(`s${i}`).map((r) => r.path).filter((p) => p !== '/robots.txt');
+    const paths = of(log, `s${i}`).map((r) => r.path).filter((p) => p !== '/robots.txt');
     perSite.push(new Set(paths).size);
     repeats += paths.length - new Set(paths).size;
   }
@@ -103,6 +109,9 @@ function workerCounts(logs: string[]): { dequeues: number; empty: number; pages:
   }
   return sum;
 }
+
+/** On a miss: a site's requests, "path@ms+lag" (ms from `from`; lag: how late the site may have stamped it), to tell what came too close. */
+const requestTimes = (reqs: { path: string; at: number; lag: number }[], from: number): string => reqs.map((r) => `${r.path}@${(r.at - from).toFixed(1)}+${r.lag.toFixed(1)}`).join(' ');
 
 /** Commands each master has processed so far. */
 async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {
@@ -133,19 +142,23 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       const b = c.startWorker(8);
       // Kill one mid-crawl, among page fetches (one killed holding robots.txt
       // locks stalls those origins for the lock's minute); a replacement takes its place.
-      const robotsSeen = (): number => new Set(c.web.requests.filter((r) => r.path === '/robots.txt').map((r) => r.site)).size;
-      const pagesSeen = (): number => c.web.requests.filter((r) => r.path !== '/robots.txt').length;
-      while (pagesSeen() < (SITES * PAGES) / 3 || robotsSeen() < SITES) await new Promise((r) => setTimeout(r, 20));
+      for (;;) {
+        const seen = await c.web.counts();
+        if (seen.pages >= (SITES * PAGES) / 3 && seen.robotsSites >= SITES) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
       a.kill('SIGKILL');
       await exited(a);
-      const killedAfter = c.web.requests.length;
+      const killedAfter = (await c.web.counts()).requests;
       const replacement = c.startWorker(8);
       assert.deepEqual(await Promise.all([exited(b), exited(replacement)]), [0, 0]);
-      const { perSite, repeats } = fetchedPages(c.web, SITES);
+      const log = await c.web.log();
+      const { perSite, repeats } = fetchedPages(log, SITES);
       assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
       for (let i = 0; i < SITES; i++) {
-        const gap = smallestGap(c.web.of(`s${i}`));
-        assert.ok(gap >= 1000 / RATE - 5, `site s${i}: ${gap.toFixed(1)} ms between requests`);
+        const reqs = of(log, `s${i}`);
+        const gap = smallestGap(reqs);
+        assert.ok(gap >= 1000 / RATE - 5, `site s${i}: ${gap.toFixed(1)} ms between requests: ${requestTimes(reqs, reqs[0]?.at ?? 0)}`);
       }
       const stats = await q.stats('cl');
       assert.ok(stats.drained);
@@ -178,17 +191,17 @@ describe('a crawl on a 3-master Redis Cluster', () => {
     const c = await setUp(cluster, 'fo', SITES, PAGES, RATE);
     try {
       const workers = Array.from({ length: WORKERS }, () => c.startWorker(CONCURRENCY));
-      while (c.web.requests.length < (SITES * PAGES) / 3) await new Promise((r) => setTimeout(r, 20));
+      while ((await c.web.counts()).requests < (SITES * PAGES) / 3) await new Promise((r) => setTimeout(r, 20));
       const masters = await cluster.masterPorts();
       const victim = cluster.nodes.find((n) => n.port === masters[1]);
       assert.ok(victim);
       await victim.stop('SIGKILL');
-      const killedAt = c.web.requests.length;
-      const killedAtMs = performance.now();
+      const { requests: killedAt, at: killedAtMs } = await c.web.counts();
       assert.deepEqual(await Promise.all(workers.map(exited)), new Array<number>(WORKERS).fill(0));
       const promoted = await cluster.masterPorts();
       assert.equal(promoted.length, 3, "a replica took the dead master's place");
-      const { perSite, repeats } = fetchedPages(c.web, SITES);
+      const log = await c.web.log();
+      const { perSite, repeats } = fetchedPages(log, SITES);
       assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
       // What may be fetched twice: a lease of the dead master's shards whose
       // dequeue or commit it acknowledged but had not passed to its replica,
@@ -196,11 +209,9 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       // holds one lease at a time, so at most one such page per lane.
       assert.ok(repeats <= WORKERS * CONCURRENCY, `${repeats} pages fetched twice`);
       for (let i = 0; i < SITES; i++) {
-        const reqs = c.web.of(`s${i}`);
+        const reqs = of(log, `s${i}`);
         const gap = smallestGap(reqs);
-        // (On a miss: the site's requests, ms from the kill, to tell what came too close.)
-        const around = (): string => reqs.map((r) => `${r.path}@${(r.at - killedAtMs).toFixed(0)}`).join(' ');
-        assert.ok(gap >= 1000 / RATE - 5, `site s${i}: ${gap.toFixed(1)} ms between requests: ${around()}`);
+        assert.ok(gap >= 1000 / RATE - 5, `site s${i}: ${gap.toFixed(1)} ms between requests (from the kill): ${requestTimes(reqs, killedAtMs)}`);
       }
       t.diagnostic(`master on ${masters[1]} killed after ${killedAt} requests; ${repeats} pages fetched twice`);
     } finally {
