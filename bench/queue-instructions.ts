@@ -10,8 +10,8 @@
  *   - weir enqueue of one 60-byte URL per call, to a different queue each
  *     (10,000 queues);
  *   - weir enqueue of a page's links as the crawler sends them: 50 URLs to
- *     one queue of 100, each with 14 dedupe bit positions in one 512-bit
- *     block (the crawler's blocked Bloom filter at 10⁻⁶), per URL;
+ *     one queue of 100, each with 14 dedupe bit positions (a Bloom filter
+ *     at 10⁻⁶), per URL;
  *   - the seed design's dequeue+commit (10,000 queues) and enqueue, its
  *     scripts as written;
  *   - a no-op script call (weir's 13 keys): the floor any call pays.
@@ -117,17 +117,12 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
     out('enqueue, one URL per call, a different queue each (10,000 queues): seed design', per(seedEnq), 'its script as written');
 
     // (A fixed sequence of positions, so that runs compare: the bits already
-    // set, and so the items dropped, are the same every run. A link's 14 in
-    // one 512-bit block, as the crawler's blocked Bloom filter puts them.)
+    // set, and so the items dropped, are the same every run.)
     const bits = 512 * 6000;
     let rand = 12345;
-    const next = (n: number): number => {
+    const position = (): number => {
       rand = (rand * 1103515245 + 12345) % 2147483648;
-      return rand % n;
-    };
-    const blockBits = (): number[] => {
-      const block = next(bits / 512);
-      return Array.from({ length: 14 }, () => block * 512 + next(512));
+      return rand % bits;
     };
     const linkQueues = Array.from({ length: 100 }, (_, k) => `s${k}`);
     await q.setLimits('links', Object.fromEntries(linkQueues.map((k) => [k, { rate: 'unlimited' as const }])));
@@ -137,7 +132,7 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
     const linked = await server.count(async () => {
       for (let k = 0; k < pages; k++) {
         const links = Array.from({ length: 50 }, () => item(u++));
-        await q.enqueue('links', linkQueues[k % linkQueues.length] as string, links, { dedupe: links.map(blockBits) });
+        await q.enqueue('links', linkQueues[k % linkQueues.length] as string, links, { dedupe: links.map(() => Array.from({ length: 14 }, position)) });
       }
     });
     out("enqueue, a page's 50 links in one call, 14 dedupe bits each: weir, per link", Math.round(linked / (pages * 50)).toLocaleString('en-US'), `${Math.round(linked / pages).toLocaleString('en-US')} per call`);

@@ -10,7 +10,6 @@
 --@include "commits"
 --@include "promote"
 --@include "serve"
---@include "dedupe"
 
 -- Every call starts here: its keys bound, and nothing cached from another
 -- call (a Redis function's library outlives its calls; see src/queue/scripts.ts).

@@ -13,15 +13,15 @@
 -- (Defined before the locals below, so the names in it are the globals.)
 local function library()
   return tonumber, ipairs, pairs, unpack, string.sub, string.find, string.format,
-    string.byte, string.char, struct.pack, struct.unpack, math.max, math.min, math.floor, table.concat
+    struct.pack, struct.unpack, math.max, math.min, math.floor, table.concat
 end
 
-local tonumber, ipairs, pairs, unpack, ssub, sfind, sformat, sbyte, schar
+local tonumber, ipairs, pairs, unpack, ssub, sfind, sformat
 local spack, sunpack, mmax, mmin, mfloor, tconcat
 local rcall
 
 local function bind_library()
   if rcall then return end
-  tonumber, ipairs, pairs, unpack, ssub, sfind, sformat, sbyte, schar, spack, sunpack, mmax, mmin, mfloor, tconcat = library()
+  tonumber, ipairs, pairs, unpack, ssub, sfind, sformat, spack, sunpack, mmax, mmin, mfloor, tconcat = library()
   rcall = redis.call
 end

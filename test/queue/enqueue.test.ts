@@ -3,9 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { FairQueue, type Lease } from '../../src/queue/index.js';
-import { blockSpecs } from '../../src/queue/enqueue-batch.js';
-import { arenaKey, arenaKeys } from '../../src/queue/keys.js';
-import { ScriptRunner } from '../../src/queue/scripts.js';
+import { arenaKey } from '../../src/queue/keys.js';
 import { freshArena, useRedis } from '../helpers/fixture.js';
 import { scriptCalls } from '../helpers/redis.js';
 
@@ -60,46 +58,6 @@ describe('enqueue', () => {
     const s = await q.stats(arena);
     assert.deepEqual(s.dedupe, { bits: BITS, hashes: K });
     assert.equal(s.queued, 4);
-  });
-
-  it('dedupe bits sent as one block per item (all in one 512-bit block, as the crawler\'s filter puts them) decide and set exactly what positions do', async () => {
-    const q = fx.queue();
-    const runner = new ScriptRunner(fx.redis);
-    const [byPositions, byBlocks] = [freshArena(), freshArena()];
-    const bits = 512 * 8;
-    for (const arena of [byPositions, byBlocks]) {
-      await q.setLimits(arena, { a: { rate: 'unlimited' } });
-      await q.configureDedupe(arena, { bits, hashes: 6 });
-    }
-    // 8 blocks, so items share blocks; the same item twice in a call; items met again in later calls.
-    let seed = 7;
-    const rand = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
-    const bitsOf = new Map<string, number[]>();
-    const itemBits = (item: string): number[] => {
-      let b = bitsOf.get(item);
-      if (!b) {
-        const block = rand(8);
-        b = Array.from({ length: 6 }, () => block * 512 + rand(512));
-        bitsOf.set(item, b);
-      }
-      return b;
-    };
-    for (let call = 0; call < 20; call++) {
-      const items = Array.from({ length: 30 }, () => `u${rand(200)}`);
-      const dedupe = items.map(itemBits);
-      const specs = blockSpecs(dedupe);
-      assert.ok(specs);
-      const flagsP = await runner.run('enqueue', arenaKeys('weir', byPositions), [1, 6, 1, 'a', items.length, ...items, ...dedupe.flat()]);
-      const flagsB = await runner.run('enqueue', arenaKeys('weir', byBlocks), [1, 'b6', 1, 'a', items.length, ...items, ...specs]);
-      assert.equal(flagsB, flagsP, `call ${call}`);
-    }
-    const bitmap = (arena: string): Promise<Buffer | null> => fx.redis.getBuffer(arenaKey('weir', arena, 'dedupe'));
-    assert.deepEqual(await bitmap(byBlocks), await bitmap(byPositions));
-    assert.equal(await q.dedupeBitsSet(byBlocks), await q.dedupeBitsSet(byPositions));
-    assert.ok((await q.dedupeBitsSet(byBlocks)) > 0);
-    // Bits across two blocks go as positions.
-    assert.equal(blockSpecs([[511, 512]]), null);
-    assert.deepEqual(blockSpecs([[512 + 9, 512 + 511]]), ['1:11o7']);
   });
 
   it('two clients racing to enqueue the same 10,000 items enqueue exactly 10,000', async () => {
