@@ -10,8 +10,9 @@
  *   - weir enqueue of one 60-byte URL per call, to a different queue each
  *     (10,000 queues);
  *   - weir enqueue of a page's links as the crawler sends them: 50 URLs to
- *     one queue of 100, each with 14 dedupe bit positions (a Bloom filter
- *     at 10⁻⁶), per URL;
+ *     one queue of 100, each with 14 dedupe bit positions in one 512-bit
+ *     block (the crawler's blocked Bloom filter at 10⁻⁶), per URL; and the
+ *     same links again, all seen by then;
  *   - the seed design's dequeue+commit (10,000 queues) and enqueue, its
  *     scripts as written;
  *   - a no-op script call (weir's 13 keys): the floor any call pays.
@@ -120,22 +121,40 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
     // set, and so the items dropped, are the same every run.)
     const bits = 512 * 6000;
     let rand = 12345;
-    const position = (): number => {
-      rand = (rand * 1103515245 + 12345) % 2147483648;
-      return rand % bits;
+    // (In 32 bits, exactly: rand * 1103515245 in a double loses the low
+    // bits, and the sequence fell into a short cycle of repeated links.)
+    const next = (n: number): number => {
+      rand = (Math.imul(rand, 1103515245) + 12345) >>> 0;
+      return rand % n;
+    };
+    // A link's 14 bits in one 512-bit block, as the crawler's blocked Bloom filter puts them.
+    const blockBits = (): number[] => {
+      const block = next(bits / 512);
+      return Array.from({ length: 14 }, () => block * 512 + next(512));
     };
     const linkQueues = Array.from({ length: 100 }, (_, k) => `s${k}`);
     await q.setLimits('links', Object.fromEntries(linkQueues.map((k) => [k, { rate: 'unlimited' as const }])));
     await q.configureDedupe('links', { bits, hashes: 14 });
     const pages = Math.max(1, Math.round(n / 10));
     let u = 0;
+    const sent: { queue: string; links: string[]; dedupe: number[][] }[] = [];
     const linked = await server.count(async () => {
       for (let k = 0; k < pages; k++) {
         const links = Array.from({ length: 50 }, () => item(u++));
-        await q.enqueue('links', linkQueues[k % linkQueues.length] as string, links, { dedupe: links.map(() => Array.from({ length: 14 }, position)) });
+        const page = { queue: linkQueues[k % linkQueues.length] as string, links, dedupe: links.map(blockBits) };
+        sent.push(page);
+        await q.enqueue('links', page.queue, page.links, { dedupe: page.dedupe });
       }
     });
     out("enqueue, a page's 50 links in one call, 14 dedupe bits each: weir, per link", Math.round(linked / (pages * 50)).toLocaleString('en-US'), `${Math.round(linked / pages).toLocaleString('en-US')} per call`);
+    // The same pages' links again, all seen now (a crawl's navigation links
+    // met by another worker): the first few calls teach the client that
+    // most links come back seen (src/queue/seen-check.ts), the rest count.
+    for (const page of sent.slice(0, 5)) await q.enqueue('links', page.queue, page.links, { dedupe: page.dedupe });
+    const again = await server.count(async () => {
+      for (const page of sent.slice(5)) await q.enqueue('links', page.queue, page.links, { dedupe: page.dedupe });
+    });
+    out("enqueue, a page's 50 links again, all seen: weir, per link", Math.round(again / (Math.max(1, sent.length - 5) * 50)).toLocaleString('en-US'), 'read from the bitmap first, none sent (seen-check.ts)');
 
     // Enough in the wide arena for the dequeues below (the enqueue case put n there).
     for (let k = n; k < 2 * n + 100; k++) await q.enqueue('wide', `q${k % wide.length}`, [item(k)]);

@@ -10,6 +10,7 @@ import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
 import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions } from './types.js';
 import { ReplicaWait } from './replicas.js';
+import { SeenCheck } from './seen-check.js';
 import { RidingCommits, SpareLeases } from './spares.js';
 import { Waiting } from './waiting.js';
 
@@ -53,6 +54,8 @@ export class FairQueue extends ArenaAdmin {
   /** Leases served beyond those asked for, for the next takes (spareLeases), and the commits of lanes that took one. */
   private readonly spareLeases: number;
   private readonly spares = new SpareLeases();
+  /** Reads the dedupe bitmap before enqueues that drop many items as seen. */
+  readonly seenCheck = new SeenCheck();
   private readonly riding: RidingCommits;
 
   constructor(client: Redis | Cluster, options: FairQueueOptions = {}) {
@@ -123,13 +126,17 @@ export class FairQueue extends ArenaAdmin {
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
     const [tag, shards, k] = JSON.parse(key) as [string, number, number];
     const counts = reqs.map(() => 0);
-    for (const call of enqueueCalls(reqs, k, LIMITS.maxPerCall)) {
+    // (Items already seen left out first, while enough of them are: seen-check.ts.
+    // A read refused, say a position past any bitmap, sends them all: the script names what is wrong.)
+    const sent = k > 0 && this.seenCheck.worthIt(tag, shards) ? await this.seenCheck.unseen(this.client, shardKey(this.prefix, tag, 'dedupe'), reqs).catch(() => reqs) : reqs;
+    for (const call of enqueueCalls(sent, k, LIMITS.maxPerCall)) {
       const flags = String(await this.run('enqueue', tag, [shards, ...call.args]));
       await this.replicas.after(tag);
       call.requestOf.forEach((req, j) => {
         if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;
       });
     }
+    if (k > 0) this.seenCheck.note(tag, reqs, counts);
     return counts;
   }
 

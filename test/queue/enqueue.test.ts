@@ -17,6 +17,13 @@ function positions(item: string): number[] {
   return Array.from({ length: K }, (_, i) => ((h.readUInt32BE((i * 2) % 16) ^ Math.imul(i, 0x9e3779b1)) >>> 0) % BITS);
 }
 
+/** The same, all in one 512-bit block, as the crawler's blocked filter puts them (the seen-check reads those). */
+function blockedPositions(item: string): number[] {
+  const p = positions(item);
+  const block = (p[0] ?? 0) - ((p[0] ?? 0) % 512);
+  return p.map((x) => block + (x % 512));
+}
+
 describe('enqueue', () => {
   it('appends in order and counts what it added', async () => {
     const q = fx.queue();
@@ -60,31 +67,64 @@ describe('enqueue', () => {
     assert.equal(s.queued, 4);
   });
 
-  it('two clients racing to enqueue the same 10,000 items enqueue exactly 10,000', async () => {
+  it('dedupe: while many items come back as seen, the bitmap is read first and seen items are not sent (no script call when all are); new ones still go through the script', async () => {
+    const q = fx.queue();
     const arena = freshArena();
-    const setup = fx.queue();
-    await setup.setLimits(arena, { a: { rate: 'unlimited' } });
-    await setup.configureDedupe(arena, { bits: BITS, hashes: K });
-    const items = Array.from({ length: 10_000 }, (_, i) => `https://example.test/page/${i}`);
-    const pos = items.map(positions);
-    const clients = [fx.server.client(), fx.server.client()];
-    const producers = clients.map((c) => new FairQueue(c));
-    // Both producers send the whole set, batch by batch, at the same time.
-    const added = await Promise.all(
-      producers.map(async (p) => {
-        let n = 0;
-        for (let i = 0; i < items.length; i += 250) {
-          n += await p.enqueue(arena, 'a', items.slice(i, i + 250), { dedupe: pos.slice(i, i + 250) });
-        }
-        return n;
-      }),
-    );
-    assert.equal((added[0] ?? 0) + (added[1] ?? 0), 10_000);
-    assert.equal((await setup.stats(arena)).queued, 10_000);
-    // The filter's fill, counted as bits are set, is the bitmap's own count.
-    assert.equal(await setup.dedupeBitsSet(arena), await fx.redis.bitcount(arenaKey('weir', arena, 'dedupe')));
-    for (const c of clients) c.disconnect();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.configureDedupe(arena, { bits: BITS, hashes: K });
+    const batch = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => `item-${from + i}`);
+    const enqueue = (items: string[]): Promise<number> => q.enqueue(arena, 'a', items, { dedupe: items.map(blockedPositions) });
+    assert.equal(await enqueue(batch(0, 100)), 100);
+    assert.equal(q.seenCheck.reads, 0, 'all new: no read');
+    // Seen again: the script drops them, and the share of drops turns the read on.
+    assert.equal(await enqueue(batch(0, 100)), 0);
+    assert.equal(q.seenCheck.reads, 0);
+    const calls = await scriptCalls(fx.redis);
+    assert.equal(await enqueue(batch(0, 100)), 0);
+    assert.equal(q.seenCheck.reads, 1);
+    assert.equal(await scriptCalls(fx.redis), calls, 'all seen: read, and no script call');
+    // Half seen: only the new half is sent, and enqueued.
+    assert.equal(await enqueue([...batch(50, 50), ...batch(100, 50)]), 50);
+    assert.equal(await scriptCalls(fx.redis), calls + 1);
+    assert.equal(q.seenCheck.skipped, 150);
+    assert.equal((await q.stats(arena)).queued, 150);
+    // All new again: the share of drops falls, and the reads stop.
+    for (let i = 0; i < 8; i++) assert.equal(await enqueue(batch(1000 + 100 * i, 100)), 100);
+    const reads = q.seenCheck.reads;
+    assert.equal(await enqueue(batch(5000, 100)), 100);
+    assert.equal(q.seenCheck.reads, reads, 'few drops lately: no read');
   });
+
+  for (const form of ['spread', 'blocked'] as const) {
+    it(`two clients racing to enqueue the same 10,000 items enqueue exactly 10,000 (bits ${form}${form === 'blocked' ? ': the seen items read first' : ''})`, async () => {
+      const arena = freshArena();
+      const setup = fx.queue();
+      await setup.setLimits(arena, { a: { rate: 'unlimited' } });
+      await setup.configureDedupe(arena, { bits: BITS, hashes: K });
+      const items = Array.from({ length: 10_000 }, (_, i) => `https://example.test/page/${i}`);
+      const pos = items.map(form === 'blocked' ? blockedPositions : positions);
+      const clients = [fx.server.client(), fx.server.client()];
+      const producers = clients.map((c) => new FairQueue(c));
+      // Both producers send the whole set, batch by batch, at the same time.
+      const added = await Promise.all(
+        producers.map(async (p) => {
+          let n = 0;
+          for (let i = 0; i < items.length; i += 250) {
+            n += await p.enqueue(arena, 'a', items.slice(i, i + 250), { dedupe: pos.slice(i, i + 250) });
+          }
+          return n;
+        }),
+      );
+      assert.equal((added[0] ?? 0) + (added[1] ?? 0), 10_000);
+      assert.equal((await setup.stats(arena)).queued, 10_000);
+      // The filter's fill, counted as bits are set, is the bitmap's own count.
+      assert.equal(await setup.dedupeBitsSet(arena), await fx.redis.bitcount(arenaKey('weir', arena, 'dedupe')));
+      const reads = producers.reduce((n, p) => n + p.seenCheck.reads, 0);
+      if (form === 'blocked') assert.ok(reads > 0, 'the producer behind found most of its items seen, and read first');
+      else assert.equal(reads, 0, 'bits spread wider than a block are never read');
+      for (const c of clients) c.disconnect();
+    });
+  }
 
   it('concurrent enqueues to many queues go in one script call, each queue in its own order', async () => {
     const q = fx.queue();

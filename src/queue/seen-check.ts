@@ -1,0 +1,98 @@
+/**
+ * A read of the dedupe bitmap in front of an enqueue call, for arenas whose
+ * enqueues drop many items as seen (a crawl: the links every page of a site
+ * repeats reach Redis once per worker). An item whose bits are all set
+ * already would be dropped by the enqueue script too, since bits are only
+ * ever set, so it is dropped here without being sent: the script still
+ * decides, atomically, for every item that goes. The script pays about
+ * 125,000 instructions for a link it drops (its 14 bit positions, each an
+ * argument, four more made into Redis objects for BITFIELD SET, its reply
+ * parsed back into Lua); the read, one GETRANGE an item for the bytes that
+ * hold its bits (a blocked filter puts them in 64), all in one pipeline,
+ * about 4,800. It is made only while the recent share of items dropped is
+ * above a break-even, measured from the batches' own results, so all-new
+ * items (a kickoff's seeds) do not pay for it.
+ *
+ * Only for an arena of one shard, whose bit positions are the bitmap's own
+ * (a shard holding a part of a bitmap maps them by its size, which this
+ * would have to read), and only items whose bits lie within 64 bytes.
+ */
+import type { EnqueueRequest } from './enqueue-batch.js';
+
+/**
+ * Above this share of items dropped as seen, the read goes first. Redis's
+ * break-even is near 4 % (4,800 / 125,000 instructions); the read also costs
+ * the batch a round trip, so it waits for a clear gain.
+ */
+const WORTH_IT = 0.15;
+/** Weight of one call's share in the running share. */
+const SMOOTHING = 0.2;
+/** The widest range of bytes read for one item: a blocked filter's block. */
+const MAX_READ_BYTES = 64;
+
+/** A Redis client, as far as the read needs one (ioredis's Redis and Cluster). */
+export interface RangeReader {
+  pipeline(): { getrangeBuffer(key: string, start: number, end: number): unknown; exec(): Promise<[Error | null, unknown][] | null> };
+}
+
+export class SeenCheck {
+  /** Per shard (its hash tag): the running share of dedupe items dropped as seen. */
+  private readonly dropped = new Map<string, number>();
+  /** Reads made, and items they found seen and left out (tests and benches). */
+  reads = 0;
+  skipped = 0;
+
+  /** Whether items for this shard are read before they are sent. */
+  worthIt(tag: string, shards: number): boolean {
+    return shards === 1 && (this.dropped.get(tag) ?? 0) > WORTH_IT;
+  }
+
+  /** A batch's result: of its requests' items, `added[i]` of request i's were enqueued; the rest were dropped as seen (by the read or the script). */
+  note(tag: string, reqs: readonly EnqueueRequest[], added: readonly number[]): void {
+    const items = reqs.reduce((n, r) => n + r.items.length, 0);
+    if (items === 0) return;
+    const seen = items - added.reduce((n, a) => n + a, 0);
+    const before = this.dropped.get(tag) ?? 0;
+    this.dropped.set(tag, before + SMOOTHING * (seen / items - before));
+  }
+
+  /** The requests with their items already seen left out (each request in its place, its items in order). */
+  async unseen(reader: RangeReader, key: string, reqs: readonly EnqueueRequest[]): Promise<EnqueueRequest[]> {
+    const seen = await this.seen(reader, key, reqs.flatMap((r) => r.dedupe ?? []));
+    let at = 0;
+    return reqs.map((r) => {
+      const keep = r.items.map(() => !seen[at++]);
+      return { queue: r.queue, items: r.items.filter((_, j) => keep[j]), dedupe: r.dedupe?.filter((_, j) => keep[j]) };
+    });
+  }
+
+  /**
+   * For each item, whether all its bits are set in the bitmap at `key`:
+   * the bytes that hold them read with one GETRANGE an item, all in one
+   * pipeline (a blocked filter's bits lie in 64 bytes; an item whose bits
+   * spread wider is not read, and counts as not seen).
+   */
+  async seen(reader: RangeReader, key: string, positions: readonly (readonly number[])[]): Promise<boolean[]> {
+    const pipe = reader.pipeline();
+    const spans = positions.map((ps) => {
+      const from = Math.floor(Math.min(...ps) / 8);
+      const to = Math.floor(Math.max(...ps) / 8);
+      if (ps.length === 0 || to - from >= MAX_READ_BYTES) return null;
+      pipe.getrangeBuffer(key, from, to);
+      return from;
+    });
+    if (spans.every((from) => from === null)) return positions.map(() => false);
+    const replies = (await pipe.exec()) ?? [];
+    this.reads++;
+    let r = 0;
+    return positions.map((ps, i) => {
+      const from = spans[i];
+      if (from === null || from === undefined) return false;
+      const [err, bytes] = replies[r++] ?? [new Error('no reply'), null];
+      if (err || !Buffer.isBuffer(bytes)) return false;
+      const all = ps.every((p) => ((bytes[Math.floor(p / 8) - from] ?? 0) & (128 >> p % 8)) !== 0);
+      if (all) this.skipped++;
+      return all;
+    });
+  }
+}
