@@ -128,7 +128,7 @@ export class FairQueue extends ArenaAdmin {
     const counts = reqs.map(() => 0);
     // (Items already seen left out first, while enough of them are: seen-check.ts.
     // A read refused, say a position past any bitmap, sends them all: the script names what is wrong.)
-    const sent = k > 0 && this.seenCheck.worthIt(tag, shards) ? await this.seenCheck.unseen(this.client, shardKey(this.prefix, tag, 'dedupe'), reqs).catch(() => reqs) : reqs;
+    const sent = k > 0 && this.seenCheck.worthIt(tag, shards, reqs.reduce((n, r) => n + r.items.length, 0)) ? await this.seenCheck.unseen(this.client, shardKey(this.prefix, tag, 'dedupe'), reqs).catch(() => reqs) : reqs;
     for (const call of enqueueCalls(sent, k, LIMITS.maxPerCall)) {
       const flags = String(await this.run('enqueue', tag, [shards, ...call.args]));
       await this.replicas.after(tag);

@@ -9,9 +9,9 @@
  * argument, four more made into Redis objects for BITFIELD SET, its reply
  * parsed back into Lua); the read, one GETRANGE an item for the bytes that
  * hold its bits (a blocked filter puts them in 64), all in one pipeline,
- * about 4,800. It is made only while the recent share of items dropped is
- * above a break-even, measured from the batches' own results, so all-new
- * items (a kickoff's seeds) do not pay for it.
+ * about 4,800. It is made only when a batch is expected to hold enough seen
+ * items (below), by the recent share measured from the batches' own
+ * results, so all-new items (a kickoff's seeds) do not pay for it.
  *
  * Only for an arena of one shard, whose bit positions are the bitmap's own
  * (a shard holding a part of a bitmap maps them by its size, which this
@@ -20,11 +20,15 @@
 import type { EnqueueRequest } from './enqueue-batch.js';
 
 /**
- * Above this share of items dropped as seen, the read goes first. Redis's
- * break-even is near 4 % (4,800 / 125,000 instructions); the read also costs
- * the batch a round trip, so it waits for a clear gain.
+ * The read goes first when a batch is expected to hold at least this many
+ * seen items (its size times the recent share seen). In instructions a read
+ * pays for itself at a 4 % share (4,800 against 125,000 a link), but it is
+ * a round trip of its own, and a round trip costs Redis's kernel side
+ * (sockets, a wake-up) about what one or two dropped links cost its
+ * scripts: in the crawl bench, batches of ~12 links half seen (one origin)
+ * gained from the read, batches of ~3.5 a quarter seen (100 domains) did not.
  */
-const WORTH_IT = 0.15;
+const MIN_SEEN_PER_READ = 2;
 /** Weight of one call's share in the running share. */
 const SMOOTHING = 0.2;
 /** The widest range of bytes read for one item: a blocked filter's block. */
@@ -42,9 +46,9 @@ export class SeenCheck {
   reads = 0;
   skipped = 0;
 
-  /** Whether items for this shard are read before they are sent. */
-  worthIt(tag: string, shards: number): boolean {
-    return shards === 1 && (this.dropped.get(tag) ?? 0) > WORTH_IT;
+  /** Whether a batch of `items` for this shard is read before it is sent. */
+  worthIt(tag: string, shards: number, items: number): boolean {
+    return shards === 1 && (this.dropped.get(tag) ?? 0) * items >= MIN_SEEN_PER_READ;
   }
 
   /** A batch's result: of its requests' items, `added[i]` of request i's were enqueued; the rest were dropped as seen (by the read or the script). */

@@ -89,9 +89,9 @@ describe('enqueue', () => {
     assert.equal(q.seenCheck.skipped, 150);
     assert.equal((await q.stats(arena)).queued, 150);
     // All new again: the share of drops falls, and the reads stop.
-    for (let i = 0; i < 8; i++) assert.equal(await enqueue(batch(1000 + 100 * i, 100)), 100);
+    for (let i = 0; i < 20; i++) assert.equal(await enqueue(batch(1000 + 100 * i, 100)), 100);
     const reads = q.seenCheck.reads;
-    assert.equal(await enqueue(batch(5000, 100)), 100);
+    assert.equal(await enqueue(batch(9000, 100)), 100);
     assert.equal(q.seenCheck.reads, reads, 'few drops lately: no read');
   });
 
