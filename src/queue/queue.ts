@@ -36,7 +36,7 @@ interface TakeRequest {
  */
 export class FairQueue extends ArenaAdmin {
   readonly leaseMs: number;
-  readonly counters: QueueClientCounters = { dequeues: 0, emptyDequeues: 0, leases: 0, wakeups: 0 };
+  readonly counters: QueueClientCounters = { dequeues: 0, emptyDequeues: 0, leases: 0, wakeups: 0, seenReads: 0, seenSkipped: 0 };
   /** Redis's clock as seen from this process (for acting at a fixed offset from a slot). */
   readonly clock = new RedisClock();
   /** Per shard tag, the connection its wake list is waited on with (blocking: one each). */
@@ -55,7 +55,7 @@ export class FairQueue extends ArenaAdmin {
   private readonly spareLeases: number;
   private readonly spares = new SpareLeases();
   /** Reads the dedupe bitmap before enqueues that drop many items as seen. */
-  readonly seenCheck = new SeenCheck();
+  private readonly seenCheck = new SeenCheck(this.counters);
   private readonly riding: RidingCommits;
 
   constructor(client: Redis | Cluster, options: FairQueueOptions = {}) {
@@ -126,9 +126,8 @@ export class FairQueue extends ArenaAdmin {
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
     const [tag, shards, k] = JSON.parse(key) as [string, number, number];
     const counts = reqs.map(() => 0);
-    // (Items already seen left out first, while enough of them are: seen-check.ts.
-    // A read refused, say a position past any bitmap, sends them all: the script names what is wrong.)
-    const sent = k > 0 && this.seenCheck.worthIt(tag, shards, reqs.reduce((n, r) => n + r.items.length, 0)) ? await this.seenCheck.unseen(this.client, shardKey(this.prefix, tag, 'dedupe'), reqs).catch(() => reqs) : reqs;
+    // (Items already seen left out first, while enough of them are: seen-check.ts.)
+    const sent = k > 0 ? await this.seenCheck.leaveOutSeen(this.client, shardKey(this.prefix, tag, 'dedupe'), tag, shards, reqs) : reqs;
     for (const call of enqueueCalls(sent, k, LIMITS.maxPerCall)) {
       const flags = String(await this.run('enqueue', tag, [shards, ...call.args]));
       await this.replicas.after(tag);

@@ -18,6 +18,7 @@
  * would have to read), and only items whose bits lie within 64 bytes.
  */
 import type { EnqueueRequest } from './enqueue-batch.js';
+import type { QueueClientCounters } from './types.js';
 
 /**
  * The read goes first when a batch is expected to hold at least this many
@@ -42,13 +43,25 @@ export interface RangeReader {
 export class SeenCheck {
   /** Per shard (its hash tag): the running share of dedupe items dropped as seen. */
   private readonly dropped = new Map<string, number>();
-  /** Reads made, and items they found seen and left out (tests and benches). */
-  reads = 0;
-  skipped = 0;
 
-  /** Whether a batch of `items` for this shard is read before it is sent. */
-  worthIt(tag: string, shards: number, items: number): boolean {
-    return shards === 1 && (this.dropped.get(tag) ?? 0) * items >= MIN_SEEN_PER_READ;
+  constructor(private readonly counters: QueueClientCounters) {}
+
+  /**
+   * A batch for one shard, with its items already seen left out when a read
+   * is worth it (each request in its place, its items in order). A read
+   * refused, say for a position past any bitmap, leaves the batch whole: the
+   * script then names what is wrong.
+   */
+  async leaveOutSeen(reader: RangeReader, key: string, tag: string, shards: number, reqs: readonly EnqueueRequest[]): Promise<readonly EnqueueRequest[]> {
+    const items = reqs.reduce((n, r) => n + r.items.length, 0);
+    if (shards !== 1 || (this.dropped.get(tag) ?? 0) * items < MIN_SEEN_PER_READ) return reqs;
+    const seen = await this.seen(reader, key, reqs.flatMap((r) => r.dedupe ?? [])).catch(() => null);
+    if (!seen) return reqs;
+    let at = 0;
+    return reqs.map((r) => {
+      const keep = r.items.map(() => !seen[at++]);
+      return { queue: r.queue, items: r.items.filter((_, j) => keep[j]), dedupe: r.dedupe?.filter((_, j) => keep[j]) };
+    });
   }
 
   /** A batch's result: of its requests' items, `added[i]` of request i's were enqueued; the rest were dropped as seen (by the read or the script). */
@@ -60,34 +73,25 @@ export class SeenCheck {
     this.dropped.set(tag, before + SMOOTHING * (seen / items - before));
   }
 
-  /** The requests with their items already seen left out (each request in its place, its items in order). */
-  async unseen(reader: RangeReader, key: string, reqs: readonly EnqueueRequest[]): Promise<EnqueueRequest[]> {
-    const seen = await this.seen(reader, key, reqs.flatMap((r) => r.dedupe ?? []));
-    let at = 0;
-    return reqs.map((r) => {
-      const keep = r.items.map(() => !seen[at++]);
-      return { queue: r.queue, items: r.items.filter((_, j) => keep[j]), dedupe: r.dedupe?.filter((_, j) => keep[j]) };
-    });
-  }
-
   /**
    * For each item, whether all its bits are set in the bitmap at `key`:
    * the bytes that hold them read with one GETRANGE an item, all in one
    * pipeline (a blocked filter's bits lie in 64 bytes; an item whose bits
    * spread wider is not read, and counts as not seen).
    */
-  async seen(reader: RangeReader, key: string, positions: readonly (readonly number[])[]): Promise<boolean[]> {
+  private async seen(reader: RangeReader, key: string, positions: readonly (readonly number[])[]): Promise<boolean[]> {
     const pipe = reader.pipeline();
     const spans = positions.map((ps) => {
+      if (ps.length === 0) return null;
       const from = Math.floor(Math.min(...ps) / 8);
       const to = Math.floor(Math.max(...ps) / 8);
-      if (ps.length === 0 || to - from >= MAX_READ_BYTES) return null;
+      if (to - from >= MAX_READ_BYTES) return null;
       pipe.getrangeBuffer(key, from, to);
       return from;
     });
     if (spans.every((from) => from === null)) return positions.map(() => false);
     const replies = (await pipe.exec()) ?? [];
-    this.reads++;
+    this.counters.seenReads++;
     let r = 0;
     return positions.map((ps, i) => {
       const from = spans[i];
@@ -95,7 +99,7 @@ export class SeenCheck {
       const [err, bytes] = replies[r++] ?? [new Error('no reply'), null];
       if (err || !Buffer.isBuffer(bytes)) return false;
       const all = ps.every((p) => ((bytes[Math.floor(p / 8) - from] ?? 0) & (128 >> p % 8)) !== 0);
-      if (all) this.skipped++;
+      if (all) this.counters.seenSkipped++;
       return all;
     });
   }

@@ -132,6 +132,9 @@ export interface QueueClientCounters {
   emptyDequeues: number;
   leases: number;
   wakeups: number;
+  /** Dedupe bitmap reads made before enqueues (seen-check.ts), and the items they found seen and left out. */
+  seenReads: number;
+  seenSkipped: number;
 }
 
 export interface FairQueueOptions {

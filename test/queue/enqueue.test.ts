@@ -75,24 +75,24 @@ describe('enqueue', () => {
     const batch = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => `item-${from + i}`);
     const enqueue = (items: string[]): Promise<number> => q.enqueue(arena, 'a', items, { dedupe: items.map(blockedPositions) });
     assert.equal(await enqueue(batch(0, 100)), 100);
-    assert.equal(q.seenCheck.reads, 0, 'all new: no read');
+    assert.equal(q.counters.seenReads, 0, 'all new: no read');
     // Seen again: the script drops them, and the share of drops turns the read on.
     assert.equal(await enqueue(batch(0, 100)), 0);
-    assert.equal(q.seenCheck.reads, 0);
+    assert.equal(q.counters.seenReads, 0);
     const calls = await scriptCalls(fx.redis);
     assert.equal(await enqueue(batch(0, 100)), 0);
-    assert.equal(q.seenCheck.reads, 1);
+    assert.equal(q.counters.seenReads, 1);
     assert.equal(await scriptCalls(fx.redis), calls, 'all seen: read, and no script call');
     // Half seen: only the new half is sent, and enqueued.
     assert.equal(await enqueue([...batch(50, 50), ...batch(100, 50)]), 50);
     assert.equal(await scriptCalls(fx.redis), calls + 1);
-    assert.equal(q.seenCheck.skipped, 150);
+    assert.equal(q.counters.seenSkipped, 150);
     assert.equal((await q.stats(arena)).queued, 150);
     // All new again: the share of drops falls, and the reads stop.
     for (let i = 0; i < 20; i++) assert.equal(await enqueue(batch(1000 + 100 * i, 100)), 100);
-    const reads = q.seenCheck.reads;
+    const reads = q.counters.seenReads;
     assert.equal(await enqueue(batch(9000, 100)), 100);
-    assert.equal(q.seenCheck.reads, reads, 'few drops lately: no read');
+    assert.equal(q.counters.seenReads, reads, 'few drops lately: no read');
   });
 
   for (const form of ['spread', 'blocked'] as const) {
@@ -119,7 +119,7 @@ describe('enqueue', () => {
       assert.equal((await setup.stats(arena)).queued, 10_000);
       // The filter's fill, counted as bits are set, is the bitmap's own count.
       assert.equal(await setup.dedupeBitsSet(arena), await fx.redis.bitcount(arenaKey('weir', arena, 'dedupe')));
-      const reads = producers.reduce((n, p) => n + p.seenCheck.reads, 0);
+      const reads = producers.reduce((n, p) => n + p.counters.seenReads, 0);
       if (form === 'blocked') assert.ok(reads > 0, 'the producer behind found most of its items seen, and read first');
       else assert.equal(reads, 0, 'bits spread wider than a block are never read');
       for (const c of clients) c.disconnect();
