@@ -3,7 +3,7 @@
  * off: the crawl completes, and every rate limit holds (only Redis time is used).
  */
 import assert from 'node:assert/strict';
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, writeFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
@@ -15,7 +15,7 @@ import { validateSeed } from '../../src/crawl/seed.js';
 import { html, smallestGap, treeSite } from '../helpers/web.js';
 import { httpMessage, readWarcFile, sha1Base32 } from '../helpers/warc-reader.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
-import type { Arrival } from '../helpers/stamps.js';
+import { TreeWeb } from '../helpers/tree-web.js';
 import { useCrawlWorld } from '../helpers/world.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -121,20 +121,16 @@ describe('workers killed at random', () => {
   });
 
   it('4 worker processes, one SIGKILLed every second and replaced: the crawl completes; re-fetches only for leases in flight at a kill', async (t) => {
-    // The site runs in its own process: this one spawns and kills workers, which would delay its clock.
-    const site = fork(join(ROOT, 'test/helpers/tree-server.ts'), [String(PAGES)], { execArgv: ['--import', 'tsx'], stdio: 'ignore' });
-    const port = await new Promise<number>((r) => site.once('message', (m: { port: number }) => r(m.port)));
-    // The judge first: the site must stamp arrivals when they arrive. On two
-    // cores shared with Redis and a worker starting every second, a site at
-    // normal priority was seen stalled ~50 ms and stamping two requests that
-    // arrived 64 ms apart 14 ms apart (checked against the workers' own send
-    // times). Raised where allowed (root, as in CI); the workers are lowered too.
-    try {
-      if (site.pid !== undefined) setPriority(site.pid, -10);
-    } catch {
-      // not permitted: the workers' lower priority alone has to do
-    }
-    const K = { key: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}` };
+    // The site runs in its own process (tree-web.ts): this one spawns and
+    // kills workers, which would delay its clock. The judge first: the site
+    // must stamp arrivals when they arrive. On two cores shared with Redis
+    // and a worker starting every second, a site at normal priority was seen
+    // stalled ~50 ms and stamping two requests that arrived 64 ms apart 14 ms
+    // apart (checked against the workers' own send times). TreeWeb raises
+    // its priority where allowed (root, as in CI); the workers are lowered too.
+    const web = await TreeWeb.start();
+    const key = await web.add('K', PAGES);
+    const K = { key, origin: `http://${key}` };
     const seedPath = join(world.dir, 'kill.yaml');
     await writeFile(seedPath, `arena: killloop\nrateLimits:\n  "${K.key}": 50\nstart: ["${K.origin}/"]\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 4\n`);
     await kickoff(world.redis, validateSeed({ arena: 'killloop', rateLimits: { [K.key]: 50 }, start: [`${K.origin}/`], allowPrivateNetworks: true, maxInFlightPerDomain: 4 }));
@@ -174,9 +170,8 @@ describe('workers killed at random', () => {
       for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
       await q.close();
     }
-    site.send('log');
-    const log = await new Promise<Arrival[]>((r) => site.once('message', (m: { log: Arrival[] }) => r(m.log)));
-    site.send('exit');
+    const log = await web.log();
+    await web.close();
     const paths = log.map((r) => r.path).filter((p) => p !== '/robots.txt');
     for (let n = 0; n < PAGES; n++) assert.ok(paths.includes(n === 0 ? '/' : `/p/${n}`), `page ${n}`);
     const refetched = paths.length - new Set(paths).size;

@@ -1,6 +1,6 @@
 /**
  * Arrival stamps for a judging site (FixtureWeb in the test process;
- * tree-server.ts, tree-web.ts, site-process.ts in their own), with the site's own
+ * tree-web.ts, site-process.ts in their own), with the site's own
  * precision measured: a timer ticks
  * every millisecond, and each arrival records `lag`, how late it may have
  * been stamped. After a stall the timer phase runs before the I/O that

@@ -1,7 +1,7 @@
 /**
- * Many tree sites (see treeSite), each on its own port, served by one child
- * process at a raised priority: the judge of a test that runs many sites
- * while the test process itself is busy (a Redis Cluster's clients, worker
+ * Tree sites (see treeSite), each on its own port, served by one child
+ * process at a raised priority: the judge of a test that runs sites while
+ * the test process itself is busy (a Redis Cluster's clients, worker
  * processes spawned and killed). In the test process, a site stamping
  * arrivals was seen stalled 40 ms under load and stamping two requests
  * that arrived ~50 ms apart 2 ms apart: its measured lag (stamps.ts) keeps
