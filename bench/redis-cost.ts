@@ -17,6 +17,7 @@ import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
 import { callsBetween, redisUsage, scriptUsecBetween, totalCalls } from './redis-usage.js';
+import { ShadowCalls, type ShadowCost } from './shadow-calls.js';
 import { startSyntheticWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
@@ -29,10 +30,21 @@ interface CrawlCost {
   sys: number;
   scripts: number;
   calls: Map<string, number>;
+  /** When mirrored: the same pages into the seed design's scripts and into one empty call each (bench/shadow-calls.ts). */
+  shadows?: { seed: ShadowCost; empty: ShadowCost };
 }
 
-async function crawlCost(seed: string, dir: string, concurrency: number): Promise<CrawlCost> {
+type Log = { path: string; status: number }[];
+/** A crawl's servers: their request log, and which of its entries are pages. */
+interface Site {
+  log: Log;
+  reset: () => void;
+  isPage: (r: Log[number]) => boolean;
+}
+
+async function crawlCost(seed: string, dir: string, concurrency: number, mirror?: Site): Promise<CrawlCost> {
   const server = await startRedis();
+  const shadow = mirror ? await ShadowCalls.start(mirror.log, mirror.isPage) : undefined;
   const redis = new Redis({ port: server.port, host: '127.0.0.1' });
   try {
     const seedPath = join(dir, 'cost.yaml');
@@ -43,9 +55,10 @@ async function crawlCost(seed: string, dir: string, concurrency: number): Promis
       const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', String(concurrency), '--out', join(dir, 'cost.jsonl'), '--redis', server.url], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
       p.on('exit', resolve);
     });
-    if (code !== 0) throw new Error(`weir crawl exited ${code}`);
     const after = await redisUsage(redis);
-    return { cpu: after.cpu - before.cpu, sys: after.sys - before.sys, scripts: scriptUsecBetween(before, after) / 1e6, calls: callsBetween(before, after) };
+    const shadows = await shadow?.stop();
+    if (code !== 0) throw new Error(`weir crawl exited ${code}`);
+    return { cpu: after.cpu - before.cpu, sys: after.sys - before.sys, scripts: scriptUsecBetween(before, after) / 1e6, calls: callsBetween(before, after), ...(shadows ? { shadows } : {}) };
   } finally {
     redis.disconnect();
     // (Stopped with SIGTERM first: a redis-server run under valgrind's
@@ -68,19 +81,47 @@ function report(out: Out, name: string, pages: number, cost: CrawlCost, target: 
   out(`${name}: Redis commands per page`, (total / pages).toFixed(2), `target ≤ 10; ${top}`);
 }
 
-const pagesOf = (log: { status: number; path: string }[]): number => log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length;
+/**
+ * The crawl again, its pages mirrored as they are served into the seed
+ * design's scripts and into one empty script call each (bench/shadow-calls.ts):
+ * three Redis CPUs per page under the same pace and the same load, side by
+ * side. (Their two servers and calls load the machine too, so weir's figure
+ * here runs above the plain run's.)
+ */
+async function besideFloors(out: Out, name: string, seedText: string, dir: string, concurrency: number, site: Site): Promise<void> {
+  site.reset();
+  const cost = await crawlCost(seedText, dir, concurrency, site);
+  const pages = site.log.filter(site.isPage).length;
+  const { seed, empty } = cost.shadows ?? {};
+  if (!seed || !empty) throw new Error('no mirrored calls');
+  const weirMs = (cost.cpu * 1000) / pages;
+  const ms = (c: ShadowCost): number => (c.cpu * 1000) / c.pages;
+  out(`${name}, side by side: weir, Redis CPU per page (ms)`, weirMs.toFixed(3), `${pages} pages, the crawl with the two below beside it`);
+  out(`${name}, side by side: the seed design's scripts (ms)`, ms(seed).toFixed(3), `weir ÷ it ${(weirMs / ms(seed)).toFixed(2)}; the same pages at the same moments: enqueue, dequeue, commit each (${(seed.calls / seed.pages).toFixed(1)} calls a page), no dedupe`);
+  out(`${name}, side by side: one empty script call a page (ms)`, ms(empty).toFixed(3), `weir ÷ it ${(weirMs / ms(empty)).toFixed(2)}; the same pages at the same moments: the floor of a design making one call a page`);
+}
+
+const isPage = (r: Log[number]): boolean => r.status === 200 && r.path !== '/robots.txt';
+const isHtmlPage = (r: Log[number]): boolean => isPage(r) && r.path.endsWith('.html');
+
+/** The crawl alone (its cost per page), then again beside the floors. */
+async function measure(out: Out, name: string, target: string, seedText: string, dir: string, concurrency: number, site: Site): Promise<void> {
+  site.reset();
+  const cost = await crawlCost(seedText, dir, concurrency);
+  report(out, name, site.log.filter(site.isPage).length, cost, target);
+  await besideFloors(out, name, seedText, dir, concurrency, site);
+}
 
 export async function redisCostBenchmarks(out: Out, dir: string, corpusRoot: string | null): Promise<void> {
   const bloom = 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }';
   if (corpusRoot) {
     const single = await serveCorpus(corpusRoot, 1);
-    const cost = await crawlCost(['arena: cost', 'rateLimits:', `  "${single.keys[0]}": unlimited`, 'start:', `  - ${single.origins[0]}/index.html`, 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 8', bloom, ''].join('\n'), dir, 16);
-    report(out, 'one origin (python3-doc), unlimited, 8 in flight', pagesOf(single.log.filter((r) => r.path.endsWith('.html'))), cost, '≤ 0.1');
+    const seed = ['arena: cost', 'rateLimits:', `  "${single.keys[0]}": unlimited`, 'start:', `  - ${single.origins[0]}/index.html`, 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 8', bloom, ''].join('\n');
+    await measure(out, 'one origin (python3-doc), unlimited, 8 in flight', '≤ 0.1', seed, dir, 16, { log: single.log, reset: () => single.reset(), isPage: isHtmlPage });
     await single.close();
   }
   const web = await startSyntheticWeb(Array.from({ length: 100 }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
   const seed = ['arena: cost', 'rateLimits:', ...web.keys.map((k) => `  "${k}": unlimited`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', bloom, ''].join('\n');
-  const cost = await crawlCost(seed, dir, 64);
-  report(out, '100 domains, unlimited, 4 in flight', pagesOf(web.log), cost, '≤ 0.15');
+  await measure(out, '100 domains, unlimited, 4 in flight', '≤ 0.15', seed, dir, 64, { log: web.log, reset: () => web.reset(), isPage });
   await web.close();
 }
