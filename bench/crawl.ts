@@ -28,6 +28,7 @@ import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
 import { paceBenchmarks } from './pace.js';
 import { clusterCrawlBenchmarks } from './cluster-cost.js';
+import { redisCapacityBenchmarks } from './redis-capacity.js';
 import { redisCostBenchmarks } from './redis-cost.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -47,12 +48,13 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), cluster (bench/cluster-cost.ts), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
 /** The parts that run alone: each in a temporary directory, then the table, then exit. */
 const ALONE: Record<string, (dir: string) => Promise<void>> = {
   cluster: (dir) => clusterCrawlBenchmarks(out, dir),
   redis: (dir) => redisCostBenchmarks(out, dir, findCorpus()),
+  capacity: () => redisCapacityBenchmarks(out),
   pace: (dir) => paceBenchmarks(out, dir),
 };
 const alone = Object.hasOwn(ALONE, PART) ? ALONE[PART] : undefined;
@@ -276,6 +278,7 @@ out('weir / Crawlee pages/s', (weirRate / crawleeRate).toFixed(2), 'target ≥ 5
 if (PART === 'all') {
   await paceBenchmarks(out, tmp);
   await redisCostBenchmarks(out, tmp, root);
+  await redisCapacityBenchmarks(out);
 }
 table();
 console.log(`\nfiles: ${relative(ROOT, tmp)}`);
