@@ -179,30 +179,24 @@ function report(out: Out, name: string, r: Run, note: string): number {
   return us;
 }
 
+/** `work` against a fresh redis-server, stopped after. */
+async function onFreshRedis(work: (port: number, redis: Redis) => Promise<Run>): Promise<Run> {
+  const server = await startRedis();
+  const redis = new Redis({ port: server.port, host: '127.0.0.1' });
+  try {
+    return await work(server.port, redis);
+  } finally {
+    redis.disconnect();
+    await server.destroy();
+  }
+}
+
 export async function redisCapacityBenchmarks(out: Out): Promise<void> {
-  const runs: [string, () => Promise<Run>][] = [
-    ['weir', async () => {
-      const server = await startRedis();
-      const redis = new Redis({ port: server.port, host: '127.0.0.1' });
-      try {
-        return await weirTraffic(server.port, redis);
-      } finally {
-        redis.disconnect();
-        await server.destroy();
-      }
-    }],
-    ['seed design', async () => {
-      const server = await startRedis();
-      const redis = new Redis({ port: server.port, host: '127.0.0.1' });
-      try {
-        return await seedTraffic(redis);
-      } finally {
-        redis.disconnect();
-        await server.destroy();
-      }
-    }],
+  const runs: [string, (port: number, redis: Redis) => Promise<Run>][] = [
+    ['weir', weirTraffic],
+    ['seed design', (_port, redis) => seedTraffic(redis)],
   ];
   const cost: number[] = [];
-  for (const [name, run] of runs) cost.push(report(out, `${SITES.toLocaleString('en-US')} domains × ${PAGES} pages, Redis traffic alone: ${name}`, await run(), name === 'weir' ? `(${WORKERS} workers × ${LANES} lanes in it)` : `(${WORKERS * LANES} loops)`));
+  for (const [name, run] of runs) cost.push(report(out, `${SITES.toLocaleString('en-US')} domains × ${PAGES} pages, Redis traffic alone: ${name}`, await onFreshRedis(run), name === 'weir' ? `(${WORKERS} workers × ${LANES} lanes in it)` : `(${WORKERS * LANES} loops)`));
   out('Redis traffic alone: weir ÷ seed design, Redis CPU per page', ((cost[0] ?? 0) / (cost[1] ?? 1)).toFixed(2), 'the seed design with no dedupe, fairness or pacing of its own');
 }
