@@ -235,7 +235,8 @@ describe('politeness', () => {
     assert.ok(first429);
     const after429 = b.filter((r) => r.at > first429.at);
     assert.ok(after429.length > 0);
-    for (const r of after429) assert.ok(r.at - first429.at >= 1000 - CLOCK_MS, `${r.path} ${Math.round(r.at - first429.at)} ms after the 429`);
+    // (To the precision the site can vouch for: its stamp of the 429 may be late by its lag.)
+    for (const r of after429) assert.ok(r.at - first429.at + first429.lag >= 1000 - CLOCK_MS, `${r.path} ${Math.round(r.at - first429.at)} ms after the 429 (its stamp's lag ${first429.lag.toFixed(1)} ms)`);
   });
 });
 

@@ -11,7 +11,7 @@ import { kickoff } from '../../src/crawl/kickoff.js';
 import { runCrawl, runWorker, storedSeed } from '../../src/crawl/run.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed.js';
 import { FairQueue } from '../../src/queue/index.js';
-import { html } from '../helpers/web.js';
+import { html, smallestGap } from '../helpers/web.js';
 import { useCrawlWorld } from '../helpers/world.js';
 
 const world = useCrawlWorld('run');
@@ -94,7 +94,8 @@ describe('robots gate', () => {
     assert.equal(result.stats.totals.pages, 4);
     const reqs = world.web.of('R');
     assert.equal(reqs[0]?.path, '/robots.txt');
-    const pages = reqs.slice(1).map((r) => r.at);
+    const arrivals = reqs.slice(1);
+    const pages = arrivals.map((r) => r.at);
     assert.equal(pages.length, 4, 'each page fetched once');
     // Before the gate paused the domain, the slot one second after robots.txt
     // went to a URL that then waited 500 ms: the first page came a whole
@@ -110,7 +111,11 @@ describe('robots gate', () => {
     let lost = 0;
     for (let i = 1; i < pages.length; i++) {
       const gap = (pages[i] ?? 0) - (pages[i - 1] ?? 0);
-      assert.ok(gap >= 1000 - 5, `gap ${gap.toFixed(1)} ms under the 1 s limit`);
+      // Judged to the precision the site can vouch for (smallestGap): the
+      // site runs in this process, beside both workers, and a stall here
+      // can stamp the earlier request late by its `lag`.
+      const vouched = smallestGap([arrivals[i - 1], arrivals[i]].filter((r) => r !== undefined));
+      assert.ok(vouched >= 1000 - 5, `gap ${gap.toFixed(1)} ms (${vouched.toFixed(1)} with the earlier stamp's lag ${(arrivals[i - 1]?.lag ?? 0).toFixed(1)} ms) under the 1 s limit`);
       if (gap >= 1000 + 400) lost += Math.round(gap / 1000) - 1;
     }
     assert.ok(lost <= late, `${lost} slot(s) lost, ${late} late (robotsWaits ${tallies['*:robotsWaits'] ?? 0}, released ${tallies['*:released'] ?? 0})`);
