@@ -36,7 +36,17 @@ export const PACING = {
    * before that slot is handed out (see gate()); else it is not sent.
    */
   maxWriteLateMs: 3,
+  /**
+   * A request is not sent (its lease goes back) when this worker wrote the
+   * domain's previous request less than its interval minus this long
+   * before: that one went late (a stall inside its write), after the next
+   * slot was out (see gate()).
+   */
+  writeGapSlackMs: 5,
 } as const;
+
+/** Domains whose last write is remembered past this many before older ones are dropped. */
+const MAX_WRITES_KEPT = 10_000;
 
 /**
  * An interval no longer than the send slack (above 333/s): however late a
@@ -78,6 +88,9 @@ export interface SlotQueue {
  * time this object's.
  */
 export class SendPacer {
+  /** Per domain: this worker's latest write of a paced request (local ms), and the interval it kept. */
+  private readonly lastWrite = new Map<string, { at: number; intervalMs: number }>();
+
   constructor(
     private readonly queue: SlotQueue,
     private readonly arena: string,
@@ -165,6 +178,10 @@ export class SendPacer {
     let covered: number = PACING.maxWriteLateMs;
     return {
       mayGo: (at) => {
+        if (this.tooSoonAfterLastWrite(lease, at)) {
+          this.count(lease.queue, 'lateSlots');
+          return false;
+        }
         const lateMs = late(at);
         if (lateMs <= covered) return true;
         const cover = pastSlot(at) + PACING.pauseCoverMs;
@@ -178,6 +195,7 @@ export class SendPacer {
         return false;
       },
       wrote: (at) => {
+        this.noteWrite(lease, at);
         const lateMs = late(at);
         if (lateMs <= covered) return;
         if (this.queue.clock.toRedis(at) < nextHandedOut(lease)) {
@@ -188,6 +206,35 @@ export class SendPacer {
         this.count(lease.queue, 'shortGaps');
       },
     };
+  }
+
+  /**
+   * Whether a request of the lease's domain written at `at` would follow
+   * this worker's previous write of that domain by less than the interval
+   * (minus writeGapSlackMs). The previous one went late after its check
+   * (a stall inside the write) when the next slot was out already (always
+   * at 50/s and faster: slots go out aheadMs early), so the push wrote()
+   * makes could not move it: the request of that next slot, if this worker
+   * holds it, is not sent rather than crowd the late one. Another worker's
+   * lease of it cannot know; the README says so.
+   */
+  private tooSoonAfterLastWrite(lease: Lease, at: number): boolean {
+    const prev = this.lastWrite.get(lease.queue);
+    return prev !== undefined && at < prev.at + Math.min(prev.intervalMs, lease.intervalMs) - PACING.writeGapSlackMs;
+  }
+
+  private noteWrite(lease: Lease, at: number): void {
+    const prev = this.lastWrite.get(lease.queue);
+    if (prev && prev.at >= at) return;
+    this.lastWrite.delete(lease.queue);
+    this.lastWrite.set(lease.queue, { at, intervalMs: lease.intervalMs });
+    // (Oldest first, as a Map iterates: a write older than its interval can no longer crowd one.)
+    if (this.lastWrite.size > MAX_WRITES_KEPT) {
+      for (const [domain, w] of this.lastWrite) {
+        if (this.lastWrite.size <= MAX_WRITES_KEPT / 2 || w.at + w.intervalMs >= at) break;
+        this.lastWrite.delete(domain);
+      }
+    }
   }
 
   /**

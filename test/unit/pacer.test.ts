@@ -31,11 +31,11 @@ function fakeQueue(clock: { t: number }, uncertaintyMs = 0, pauseTakesMs = 0): S
   };
 }
 
-const lease = (localServedAt: number, intervalMs: number): Lease => ({
+const lease = (localServedAt: number, intervalMs: number, queue = 'q'): Lease => ({
   arena: 'a',
   shard: 'a',
   token: 't',
-  queue: 'q',
+  queue,
   item: 'i',
   attempt: 1,
   expiresAt: 0,
@@ -191,7 +191,8 @@ describe('send pacer', () => {
     assert.equal(onTime.mayGo(102), true);
     onTime.wrote(102.2);
     assert.equal(q.pauses.length, 0, 'written as checked: nothing to push');
-    const stalled = p.gate(lease(100, 500), 100 + PACING.sendDelayMs);
+    // (Another domain: this one's request of the same slot would be refused as following the first too soon.)
+    const stalled = p.gate(lease(100, 500, 'q2'), 100 + PACING.sendDelayMs);
     assert.equal(stalled.mayGo(102), true);
     clock.t = 122;
     stalled.wrote(122);
@@ -213,11 +214,32 @@ describe('send pacer', () => {
     await new Promise((r) => setImmediate(r));
     assert.equal(q.pauses.length, 1, 'the write within what the push covered');
     // interval 60: the next slot goes out at 100 + 60 − aheadMs = 140, before this write.
-    const tooLate = p.gate(lease(100, 60), 102);
+    const tooLate = p.gate(lease(100, 60, 'q2'), 102);
     assert.equal(tooLate.mayGo(102), true);
     tooLate.wrote(145);
     await new Promise((r) => setImmediate(r));
     assert.equal(q.pauses.length, 1);
     assert.deepEqual(counts, ['lateSends', 'shortGaps']);
+  });
+
+  it("a write that went late after the next slot was out keeps this worker's request of that slot from crowding it", async () => {
+    const clock = fakeClock(102);
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    // 50/s: the next slot (120) went out with this one (aheadMs 20), so the stalled write cannot push it.
+    const stalled = p.gate(lease(100, 20), 102);
+    assert.equal(stalled.mayGo(102), true);
+    stalled.wrote(117);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(q.pauses.length, 0);
+    // The next slot's request, on time by its slot (122), would follow that write by 5 ms: not sent.
+    assert.equal(p.gate(lease(120, 20), 122).mayGo(122), false);
+    // A whole interval (less the slack) after the late write, the domain's next request goes.
+    const later = p.gate(lease(140, 20), 142);
+    assert.equal(later.mayGo(142), true);
+    later.wrote(142);
+    // Writes on time keep no request from its slot.
+    assert.equal(p.gate(lease(160, 20), 162).mayGo(162), true);
+    assert.deepEqual(counts, ['shortGaps', 'lateSlots']);
   });
 });
