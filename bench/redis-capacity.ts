@@ -27,7 +27,7 @@ import { encodeItem, type CrawlItem } from '../src/crawl/keys.js';
 import { LocalSeen } from '../src/crawl/local-seen.js';
 import { WORKER_DEFAULTS } from '../src/crawl/worker-options.js';
 import { FairQueue, type Lease } from '../src/queue/index.js';
-import { startRedis } from '../test/helpers/redis.js';
+import { startRedis, type RedisServer } from '../test/helpers/redis.js';
 import { redisUsage } from './redis-usage.js';
 import { SeedDesignQueue } from './seed-design.js';
 
@@ -80,14 +80,14 @@ async function measured(redis: Redis, work: () => Promise<number>): Promise<Run>
 }
 
 /** weir: WORKERS clients × LANES lanes, commit-and-take and the link path, until every page is done. */
-async function weirTraffic(port: number, redis: Redis): Promise<Run> {
+async function weirTraffic(server: RedisServer, redis: Redis): Promise<Run> {
   const arena = 'capacity';
   const admin = new FairQueue(redis);
   await admin.setLimits(arena, Object.fromEntries(Array.from({ length: SITES }, (_, s) => [domainOf(s), { rate: 'unlimited' as const, maxInFlight: 4 }])));
   const bloom = bloomParams(100_000, 1e-6);
   await admin.configureDedupe(arena, bloom);
   const workers = Array.from({ length: WORKERS }, () => {
-    const client = new Redis({ port, host: '127.0.0.1' });
+    const client = new Redis({ port: server.port, host: '127.0.0.1' });
     const queue = new FairQueue(client, { lingerMs: WORKER_DEFAULTS.lingerMs, spareLeases: WORKER_DEFAULTS.spareLeases });
     return { client, queue, seen: new LocalSeen(100_000) };
   });
@@ -179,22 +179,20 @@ function report(out: Out, name: string, r: Run, note: string): number {
   return us;
 }
 
-/** `work` against a fresh redis-server, stopped after. */
-async function onFreshRedis(work: (port: number, redis: Redis) => Promise<Run>): Promise<Run> {
+/** `work` against a fresh redis-server, destroyed after (with the clients it made). */
+async function onFreshRedis(work: (server: RedisServer, redis: Redis) => Promise<Run>): Promise<Run> {
   const server = await startRedis();
-  const redis = new Redis({ port: server.port, host: '127.0.0.1' });
   try {
-    return await work(server.port, redis);
+    return await work(server, server.client());
   } finally {
-    redis.disconnect();
     await server.destroy();
   }
 }
 
 export async function redisCapacityBenchmarks(out: Out): Promise<void> {
-  const runs: [string, (port: number, redis: Redis) => Promise<Run>][] = [
+  const runs: [string, (server: RedisServer, redis: Redis) => Promise<Run>][] = [
     ['weir', weirTraffic],
-    ['seed design', (_port, redis) => seedTraffic(redis)],
+    ['seed design', (_server, redis) => seedTraffic(redis)],
   ];
   const cost: number[] = [];
   for (const [name, run] of runs) cost.push(report(out, `${SITES.toLocaleString('en-US')} domains × ${PAGES} pages, Redis traffic alone: ${name}`, await onFreshRedis(run), name === 'weir' ? `(${WORKERS} workers × ${LANES} lanes in it)` : `(${WORKERS * LANES} loops)`));

@@ -14,7 +14,7 @@
  * workers parsing on the same cores), which is what sets a call's CPU cost
  * here: a Redis woken for each call, its caches cold from the workers.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { startRedis, type RedisServer } from '../test/helpers/redis.js';
 import { redisUsage, type RedisUsage } from './redis-usage.js';
 import { SeedDesignQueue } from './seed-design.js';
@@ -43,16 +43,15 @@ interface Contender {
 
 async function contender(make: (client: Redis) => Promise<(url: string) => Promise<number>>): Promise<Contender> {
   const server = await startRedis();
-  const client = new Redis({ port: server.port, host: '127.0.0.1' });
-  const meter = new Redis({ port: server.port, host: '127.0.0.1' });
+  const client = server.client();
+  const meter = server.client();
   const page = await make(client);
   return { server, client, meter, before: await redisUsage(meter), calls: 0, page };
 }
 
 async function finish(c: Contender, pages: number): Promise<ShadowCost> {
   const after = await redisUsage(c.meter);
-  c.client.disconnect();
-  c.meter.disconnect();
+  // (destroy() disconnects the clients the server made.)
   await c.server.stop();
   await c.server.destroy();
   return { cpu: after.cpu - c.before.cpu, pages, calls: c.calls };
