@@ -19,7 +19,7 @@ import { connectRedis } from '../../src/redis.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
 import { TreeWeb } from '../helpers/tree-web.js';
-import { smallestGap, type RecordedRequest } from '../helpers/web.js';
+import { requestTimes, smallestGap, type RecordedRequest } from '../helpers/web.js';
 
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
 
@@ -110,8 +110,6 @@ function workerCounts(logs: string[]): { dequeues: number; empty: number; pages:
   return sum;
 }
 
-/** On a miss: a site's requests, "path@ms+lag" (ms from `from`; lag: how late the site may have stamped it), to tell what came too close. */
-const requestTimes = (reqs: { path: string; at: number; lag: number }[], from: number): string => reqs.map((r) => `${r.path}@${(r.at - from).toFixed(1)}+${r.lag.toFixed(1)}`).join(' ');
 
 /** Commands each master has processed so far. */
 async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {

@@ -13,7 +13,7 @@ import { FairQueue } from '../../src/queue/index.js';
 import { crawlKeys } from '../../src/crawl/keys.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed.js';
-import { html, smallestGap, treeSite } from '../helpers/web.js';
+import { closestPair, html, requestTimes, smallestGap, treeSite } from '../helpers/web.js';
 import { httpMessage, readWarcFile, sha1Base32 } from '../helpers/warc-reader.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
 import { TreeWeb } from '../helpers/tree-web.js';
@@ -182,15 +182,13 @@ describe('workers killed at random', () => {
     // A gap is short only if it is short even allowing for the site's own
     // stamping lag (the earlier request may have arrived up to its lag before
     // its stamp): the judge's precision, measured by the judge.
-    const gap = smallestGap(log);
+    const { gap, around } = closestPair(log);
     const maxLag = Math.max(...log.map((r) => r.lag));
     // What the workers' pacers counted: requests late past their slot, and
     // writes late after the next slot was out (the gap after them short).
     const tallies = await world.redis.hgetall(crawlKeys('killloop', q).stats);
     const late = ['lateSends', 'lateSlots', 'shortGaps'].map((k) => `${k} ${tallies[`*:${k}`] ?? 0}`).join(', ');
-    const sorted = [...log].sort((a, b) => a.at - b.at);
-    const at = sorted.findIndex((r, i) => i > 0 && r.at - (sorted[i - 1]?.at ?? 0) + (sorted[i - 1]?.lag ?? 0) === gap);
-    const pair = sorted.slice(Math.max(0, at - 2), at + 2).map((r) => `${r.path}@${(r.at - (sorted[0]?.at ?? 0)).toFixed(1)}+${r.lag.toFixed(1)}`).join(' ');
+    const pair = requestTimes(around, Math.min(...log.map((r) => r.at)));
     t.diagnostic(`smallest gap ${gap.toFixed(1)} ms at 50/s; the site's largest stamping lag ${maxLag.toFixed(1)} ms; ${late}`);
     assert.ok(gap >= 20 - 5, `the rate held through the kills: smallest gap ${gap.toFixed(1)} ms (${late}): ${pair}`);
   });

@@ -86,14 +86,23 @@ export class FixtureWeb {
  * (that request may have arrived up to `lag` before it was stamped).
  */
 export function smallestGap(reqs: Arrival[]): number {
+  return closestPair(reqs).gap;
+}
+
+/** smallestGap, and the requests around it in arrival order (for a miss's message). */
+export function closestPair(reqs: Arrival[]): { gap: number; around: Arrival[] } {
   const sorted = [...reqs].sort((a, b) => a.at - b.at);
   let gap = Infinity;
+  let at = 0;
   for (let i = 1; i < sorted.length; i++) {
     const [a, b] = [sorted[i - 1], sorted[i]] as [Arrival, Arrival];
-    gap = Math.min(gap, b.at - a.at + a.lag);
+    if (b.at - a.at + a.lag < gap) [gap, at] = [b.at - a.at + a.lag, i];
   }
-  return gap;
+  return { gap, around: sorted.slice(Math.max(0, at - 2), at + 2) };
 }
+
+/** Requests as "path@ms+lag" (ms from `from`; lag: how late the site may have stamped it), to tell what came too close. */
+export const requestTimes = (reqs: Arrival[], from: number): string => reqs.map((r) => `${r.path}@${(r.at - from).toFixed(1)}+${r.lag.toFixed(1)}`).join(' ');
 
 export const html = (body: string, head = ''): string => `<!doctype html><html><head><title>fixture</title>${head}</head><body>${body}</body></html>`;
 
