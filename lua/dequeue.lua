@@ -21,7 +21,11 @@
   ARGV[8]  spare: most leases to hand out beyond `count`, each from a queue
            without a rate that is due now (count + spare <= MAX_PER_CALL):
            a client keeps them for its next takes (serve.lua)
-  ARGV[9..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
+  ARGV[9]  send window: ms (0..MAX_LEASE_MS), 0 for none. With a window
+           the caller reports each rate-limited lease's send (sent.lua),
+           and the queue's next slot waits for that report (serve.lua,
+           "Send window")
+  ARGV[10..] lease tokens to commit first (0..MAX_PER_CALL): a worker done
            with one URL ends its lease and asks for the next in one call
 
   Steps, all on Redis time: reap expired leases, commit the tokens given,
@@ -44,15 +48,15 @@
   now, else how long until something may become ready (a rate slot, a
   retry, a lease expiry), or -1 when nothing will without a new
   enqueue/commit/unhold (block on the wake list then). committed has a
-  character per token of ARGV[8..]: '1' committed, '0' stale (as commit.lua);
+  character per token of ARGV[10..]: '1' committed, '0' stale (as commit.lua);
   a replayed call reports them committed, the call it repeats having run.
 
   Errors: WEIR_BAD_ARGS, WEIR_SCHEMA.
 ]]
 --@include "arena"
 
-if #ARGV < 8 or #ARGV > 8 + MAX_PER_CALL then
-  raise('WEIR_BAD_ARGS', 'expected 8 arguments (token leaseMs woken count promised ahead readyCount spare) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
+if #ARGV < 9 or #ARGV > 9 + MAX_PER_CALL then
+  raise('WEIR_BAD_ARGS', 'expected 9 arguments (token leaseMs woken count promised ahead readyCount spare window) and up to ' .. MAX_PER_CALL .. ' tokens to commit, got ' .. #ARGV)
 end
 local base = str_arg(1, 'token', 48, false)
 if #base < 8 then raise('WEIR_BAD_ARGS', 'token must be at least 8 bytes') end
@@ -65,8 +69,9 @@ if promised ~= '' and not string.match(promised, '^%d+$') then raise('WEIR_BAD_A
 local ahead = int_arg(6, 'ahead', 0, MAX_AHEAD_MS * 1000)
 local want_ready = ARGV[7] == '1'
 local spare = int_arg(8, 'spare', 0, MAX_PER_CALL - count)
+local window = int_arg(9, 'window', 0, MAX_LEASE_MS) * 1000
 local commits = {}
-for i = 9, #ARGV do commits[#commits + 1] = str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
+for i = 10, #ARGV do commits[#commits + 1] = str_arg(i, 'token', MAX_TOKEN_BYTES, false) end
 -- The queues this call knows it will touch come with the meta fields, and
 -- so does the slot a replay looks in first when none of the commits holds
 -- one of its leases (serve.lua replay): a call without commits (a lane
@@ -88,7 +93,7 @@ for _, c in ipairs(committed) do
 end
 -- (Printed once: the reply's clock, and the serve time of a lease served now.)
 local now_s = fmt(now)
-local again = not any_committed and replay(now_s, base, parsed, count + spare)
+local again = not any_committed and replay(now, now_s, base, parsed, count + spare)
 if again then
   again[4] = string.rep('1', #commits)
   flush()
@@ -101,7 +106,7 @@ local held = mget('held') == '1'
 -- (The reply's wait, promise, commits and ready count are filled in below, once the leases are in.)
 local reply = { 0, '', now_s, '', -1 }
 local leased, last_back = 0, nil
-if not held then leased, last_back = serve(reply, now, now_s, horizon, base, count, spare, lease_ms, promised) end
+if not held then leased, last_back = serve(reply, now, now_s, horizon, base, count, spare, lease_ms, promised, window) end
 -- Every lease asked for served, the last from an unlimited queue that went
 -- straight back to the ready set (the call ended there): more is ready now,
 -- and an unlimited queue is never promised, so the reply needs no look at

@@ -11,7 +11,9 @@
   ARGV[2]  pause length in ms from now, by Redis time (0..MAX_DELAY_MS)
   ARGV[3]  '' for a plain pause, or the end (ms) a pause call returned: move that pause
 
-  Returns the pause end in ms since the epoch (Redis time).
+  Returns the pause end in ms since the epoch (Redis time); with ARGV[3],
+  { end, 1 } when the caller's pause was moved, { end, 0 } when another
+  pause had moved it (it is not the caller's to move any more).
   Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE.
 ]]
 --@include "arena"
@@ -26,11 +28,14 @@ if not qid then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. name .. ' does not exist
 local now = now_us()
 local st = qstate(qid)
 local wanted = now + ms * 1000
+local moved = 0
 if expected == nil then
   st.p = mmax(st.p, wanted)
 elseif mfloor(st.p / 1000) == expected then
   st.p = wanted
+  moved = 1
 end
 qdirty(qid, st)
 finish(activate(qid, now))
-return fmt(mfloor(st.p / 1000))
+if expected == nil then return fmt(mfloor(st.p / 1000)) end
+return { fmt(mfloor(st.p / 1000)), moved }

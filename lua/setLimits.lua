@@ -27,6 +27,8 @@ check_shards(1)
 local specs = {}
 for i = 0, n - 1 do
   local name = str_arg(4 + 3 * i, 'queue name', MAX_NAME_BYTES, false)
+  -- (A record's pending-send tail follows the name after a '\0': record.lua.)
+  if sfind(name, '\0', 1, true) then raise('WEIR_BAD_ARGS', 'queue name must not hold a NUL byte') end
   local rate_s = ARGV[5 + 3 * i]
   local iv
   if rate_s == 'unlimited' then

@@ -16,6 +16,11 @@
     hold  1 when held              d     delayed (retry timers)
     done  committed                dead  dead-lettered (now in the dead letter)
     cl    µs until which its next slot is promised to a waiting caller
+
+  and, only while a send is pending, after the name: '\0' and ss, struct
+  '<d': the serve time (µs) of the lease whose send the queue waits to hear
+  of (sent.lua). Older records have no such tail (ss = 0); a queue name
+  never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
 
@@ -32,19 +37,21 @@ local QDIRTY = {}
 -- (The record is built and packed field by field, in QFIELDS order, rather
 -- than by looping over QFIELDS: a table constructor sizes the table once,
 -- and every queue a call touches is read and written through these two.)
-local function qrecord(name, q, l, hc, ho, tc, tn, tb, fn, nx, c, cap, p, iv, hold, d, done, dead, cl)
+local function qrecord(ss, name, q, l, hc, ho, tc, tn, tb, fn, nx, c, cap, p, iv, hold, d, done, dead, cl)
   return {
     name = name, q = q, l = l, hc = hc, ho = ho, tc = tc, tn = tn, tb = tb, fn = fn, nx = nx,
-    c = c, cap = cap, p = p, iv = iv, hold = hold, d = d, done = done, dead = dead, cl = cl,
+    c = c, cap = cap, p = p, iv = iv, hold = hold, d = d, done = done, dead = dead, cl = cl, ss = ss,
   }
 end
 
 local function qpack(st)
-  return spack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
+  local rec = spack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
+  if st.ss == 0 then return rec end
+  return rec .. '\0' .. spack('<d', st.ss)
 end
 
 local function qnew(name)
-  return qrecord(name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+  return qrecord(0, name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 end
 
 -- A record read from `queues` into the cache (none: an error naming the id).
@@ -52,7 +59,14 @@ local function qparse(qid, rec)
   if not rec then
     raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
   end
-  local st = qrecord(ssub(rec, QFIXED + 1), sunpack(QFMT, rec))
+  -- (A pending send's tail follows the name: see the header.)
+  local name, ss = ssub(rec, QFIXED + 1), 0
+  local z = sfind(name, '\0', 1, true)
+  if z then
+    ss = sunpack('<d', name, z + 1)
+    name = ssub(name, 1, z - 1)
+  end
+  local st = qrecord(ss, name, sunpack(QFMT, rec))
   QCACHE[qid] = st
   return st
 end

@@ -9,6 +9,14 @@
   from that slot, not from whenever the call happened to run. Two servedAt of
   a queue are never less than its interval apart, and a caller that is late
   costs only its own slot, never the pace of the slots after it.
+
+  Send window. A caller that also reports each request as it goes out
+  (sent.lua) passes a window: a rate-limited queue served to it is held
+  (its next slot `window` later than its rate alone would say) until the
+  report comes, which counts the next slot from the report: from the
+  request's actual send, whatever delayed it. The serve is the queue's
+  pending send (record.lua ss). With no report the hold lapses one interval
+  after the window, and the caller sends nothing past the window's end.
 ]]
 --@include "promises"
 
@@ -38,15 +46,24 @@ end
 -- does after a reconnect): the leases this token base was given and still
 -- holds, instead of serving more; nil when the base is new. The original
 -- call put them first in the slots its commits freed, in order, then in
--- slots of their own ("<base>.<i>"). Their serve time is given as now,
--- which only makes a caller that keeps spacing from it wait longer.
-local function replay(now_s, base, parsed, count)
+-- slots of their own ("<base>.<i>"). Their serve time: now for a queue
+-- without a rate; for a rate-limited one its pending send's serve, or the
+-- slot its last serve was given (its next slot less one interval), if
+-- later than now: a slot served ahead is never given as earlier than it
+-- was (the caller would act before it), at worst as later.
+local function replay(now, now_s, base, parsed, count)
   local mine = base .. '.'
   local again = { 0, '', now_s, '', -1 }
   local n = 0
   local function add(slot, rec)
     local qid, attempt, item, exp, id = parse_lease(rec)
-    lease_reply(again, slot, id or slot, qid, qstate(qid), item, attempt, fmt(mfloor(exp / 1000)), now_s)
+    local st = qstate(qid)
+    local served_s = now_s
+    if st.iv > 0 then
+      local slot_at = st.ss > 0 and st.ss or st.nx - mfloor(st.iv)
+      if slot_at > now then served_s = fmt(slot_at) end
+    end
+    lease_reply(again, slot, id or slot, qid, st, item, attempt, fmt(mfloor(exp / 1000)), served_s)
     n = n + 1
   end
   for _, p in ipairs(parsed) do
@@ -112,9 +129,9 @@ end
 -- serve one queue many times) and written once by flush(); arena counters
 -- and the turn counter are summed and written once. The leases go at the
 -- end of `out` (lease_reply); a serve at the call's time is given as
--- now_s, `now` as the call printed it. Returns how many, and the record of
+-- now_s, `now` as the call printed it. window: µs, see "Send window". Returns how many, and the record of
 -- the queue the last serve put back into `ready` (nil if it did not).
-local function serve(out, now, now_s, horizon, base, count, spare, lease_ms, promised)
+local function serve(out, now, now_s, horizon, base, count, spare, lease_ms, promised, window)
   local leased = 0
   local passed = {}
   local last_back = nil
@@ -149,6 +166,11 @@ local function serve(out, now, now_s, horizon, base, count, spare, lease_ms, pro
         lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
         lease_expiry(slot, expires, expires_s)
         advance(st, served)
+        -- A send the caller will report: the next slot waits for it (see "Send window").
+        if window > 0 and st.iv > 0 then
+          st.ss = served
+          st.nx = st.nx + window
+        end
         lease_reply(out, slot, id, qid, st, item, attempts + 1, expires_ms, served == now and now_s or fmt(served))
         leased = leased + 1
       end

@@ -12,10 +12,10 @@ import { QueueArgumentError } from './errors.js';
 import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
 import { Layouts } from './layouts.js';
 import { LIMITS } from './limits.js';
-import { decodeDead, decodeStats, type StatsReply } from './replies.js';
+import { decodeDead, decodeOutcome, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
-import type { ArenaStats, DeadItem, QueueLimit, QueuePage, QueueStats } from './types.js';
+import type { ArenaStats, DeadItem, Lease, LeaseOutcome, QueueLimit, QueuePage, QueueStats } from './types.js';
 
 export class ArenaAdmin {
   protected readonly scripts: ScriptRunner;
@@ -186,13 +186,29 @@ export class ArenaAdmin {
   /**
    * Moves the end of a pause this caller set (`pause` returned `end`) to
    * `ms` from now, earlier or later, unless another pause has moved it since.
-   * Returns the pause's end now.
+   * Returns the pause's end now, and whether it was this caller's move (when
+   * not, the pause is another's and not to be moved again).
    */
-  async repause(arena: string, queue: string, end: number, ms: number): Promise<number> {
+  async repause(arena: string, queue: string, end: number, ms: number): Promise<{ end: number; moved: boolean }> {
     checkName('queue name', queue);
     checkInt('ms', ms, 0, LIMITS.maxDelayMs);
     checkInt('end', end, 0, Number.MAX_SAFE_INTEGER);
-    return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, end]));
+    const [now, moved] = (await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, end])) as [string, number];
+    return { end: Number(now), moved: Number(moved) === 1 };
+  }
+
+  /**
+   * Reports the request of a lease taken with a send window (TakeOptions
+   * sendWindowMs): `wasSent` when it has been written (call as soon after
+   * the write as can be: the queue's next slot is counted from this call's
+   * arrival, plus `marginMs`), false when it never will be. Leases of
+   * queues without a rate need no report. 'stale' when the queue was not
+   * waiting for it (reported already, or its window lapsed).
+   */
+  async sent(lease: Lease, wasSent: boolean, marginMs = 0): Promise<LeaseOutcome> {
+    if (lease.intervalMs === 0) return 'ok';
+    const margin = checkInt('marginUs', Math.round(marginMs * 1000), 0, LIMITS.maxAheadMs * 1000);
+    return decodeOutcome(await this.run('sent', lease.shard, [lease.queue, Math.round(lease.servedAt * 1000), wasSent ? '1' : '0', margin]));
   }
 
   /** A page of the dead letter, oldest first (with several shards: shard by shard, oldest first in each). */

@@ -63,9 +63,9 @@ export class FairQueue extends ArenaAdmin {
     const linger = checkInt('lingerMs', options.lingerMs ?? 0, 0, LIMITS.maxLingerMs);
     this.dequeues = new Coalescer<TakeRequest, TakeStep>(
       async (key, reqs) => {
-        const [arena, tag, shards, leaseMs, woken, aheadMs, spares] = JSON.parse(key) as [string, string, number, number, boolean, number, boolean];
+        const [arena, tag, shards, leaseMs, woken, aheadMs, sendWindowMs, spares] = JSON.parse(key) as [string, string, number, number, boolean, number, number, boolean];
         const count = reqs.filter((r) => r.take).length;
-        if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs }, count, reqs, spares);
+        if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs, sendWindowMs }, count, reqs, spares);
         // Commits alone (no lease wanted in this turn): the commit script.
         const outcomes = ((await this.run('commit', tag, reqs.map((r) => r.token as string))) as unknown[]).map(decodeOutcome);
         return outcomes.map((committed) => ({ lease: null, waitMs: null, committed }));
@@ -162,7 +162,7 @@ export class FairQueue extends ArenaAdmin {
 
   /** One shard's dequeue call, merged with others to the same shard in this turn of the event loop. */
   private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, take = true, spares = false): Promise<TakeStep> {
-    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs, spares && this.spareLeases > 0]), { token: carried, take });
+    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs, o.sendWindowMs, spares && this.spareLeases > 0]), { token: carried, take });
   }
 
   /** Up to `count` leases in one script call per shard, served turn by turn as single calls would be. */
@@ -184,6 +184,7 @@ export class FairQueue extends ArenaAdmin {
       leaseMs: checkInt('leaseMs', options.leaseMs ?? this.leaseMs, 1, LIMITS.maxLeaseMs),
       woken: options.woken === true,
       aheadMs: checkInt('aheadMs', options.aheadMs ?? 0, 0, LIMITS.maxAheadMs),
+      sendWindowMs: checkInt('sendWindowMs', options.sendWindowMs ?? 0, 0, LIMITS.maxLeaseMs),
     };
   }
 
@@ -202,7 +203,7 @@ export class FairQueue extends ArenaAdmin {
     const spare = spares && !this.waiting.anySleeping ? Math.min(LIMITS.maxPerCall - count, Math.max(0, this.spareLeases - this.spares.count(arena))) : 0;
     const riders = this.riding.board(tag, LIMITS.maxPerCall - tokens.length);
     // (With several shards, ask for the ready count: the shard's weight in takes.)
-    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(tag), Math.round(o.aheadMs * 1000), shard.shards > 1 ? '1' : '', spare, ...tokens, ...riders.tokens];
+    const args = [base, o.leaseMs, o.woken ? '1' : '0', count, this.waiting.nextPromise(tag), Math.round(o.aheadMs * 1000), shard.shards > 1 ? '1' : '', spare, o.sendWindowMs, ...tokens, ...riders.tokens];
     let reply: ReturnType<typeof decodeDequeue>;
     try {
       reply = decodeDequeue(await this.run('dequeue', tag, args));
@@ -241,11 +242,11 @@ export class FairQueue extends ArenaAdmin {
   async take(arena: string, options: TakeOptions = {}): Promise<Lease | null> {
     const spare = this.spareOf(arena, options.signal);
     if (spare) return spare;
-    const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
+    const { leaseMs = this.leaseMs, aheadMs = 0, sendWindowMs = 0 } = options;
     const layout = () => this.layout(arena);
     return this.waiting.take(
       async () => (await layout()).tags,
-      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs }), null, true, true),
+      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs, sendWindowMs }), null, true, true),
       options.signal,
     );
   }
@@ -262,8 +263,8 @@ export class FairQueue extends ArenaAdmin {
     validateArenaName(lease.arena);
     const callless = this.commitAndTakeWithoutCall(lease, options.signal);
     if (callless) return callless;
-    const { leaseMs = this.leaseMs, aheadMs = 0 } = options;
-    const o = this.dequeueOptions({ leaseMs, aheadMs });
+    const { leaseMs = this.leaseMs, aheadMs = 0, sendWindowMs = 0 } = options;
+    const o = this.dequeueOptions({ leaseMs, aheadMs, sendWindowMs });
     let token: string | null = lease.token;
     let settle: { resolve: (r: LeaseOutcome) => void; reject: (e: unknown) => void } | undefined;
     const committed = new Promise<LeaseOutcome>((resolve, reject) => (settle = { resolve, reject }));

@@ -117,6 +117,15 @@ export interface DequeueOptions {
    * slot (the crawler's pacer): the call's own delay then costs no pace.
    */
   aheadMs?: number;
+  /**
+   * A send window, ms (0 = none, the default): the caller reports each
+   * lease of a rate-limited queue with FairQueue.sent() as its request goes
+   * out (or never will), and sends nothing more than this long after the
+   * lease's servedAt. The queue's next slot waits for that report and is
+   * counted from it (lua/sent.lua): from the actual send, on Redis's
+   * clock. Unreported, the hold lapses one interval after the window.
+   */
+  sendWindowMs?: number;
 }
 
 export interface TakeOptions {
@@ -124,6 +133,8 @@ export interface TakeOptions {
   signal?: AbortSignal;
   /** See DequeueOptions.aheadMs: take then returns leases up to this early, and waits for slots as much less. */
   aheadMs?: number;
+  /** See DequeueOptions.sendWindowMs. */
+  sendWindowMs?: number;
 }
 
 /** Counts of this client's calls, for benchmarks and metrics. */

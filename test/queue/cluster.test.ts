@@ -63,15 +63,16 @@ describe('Redis Cluster', () => {
       assert.equal((await q.dead(arena)).length, 1);
       assert.equal(await q.requeueDead(arena, 5), 1);
       assert.equal(await new ScriptRunner(client).run('noop', arenaKeys('weir', arena), [1, 2]), 2);
-      assert.ok((await q.repause(arena, 's1', await q.pause(arena, 's1', 1000), 0)) > 0);
-      // Drain what is left, delayed retry included.
+      assert.ok((await q.repause(arena, 's1', await q.pause(arena, 's1', 1000), 0)).end > 0);
+      // Drain what is left, delayed retry included; s1's sends reported (a send window).
       await sleep(30);
       const ac = new AbortController();
       for (;;) {
         const s = await q.stats(arena);
         if (s.drained) break;
-        const l = await q.take(arena, { signal: ac.signal });
+        const l = await q.take(arena, { signal: ac.signal, sendWindowMs: 5000 });
         assert.ok(l);
+        if (l.intervalMs > 0) assert.equal(await q.sent(l, true), 'ok');
         await q.commit(l);
       }
       const page = await q.queueStats(arena);

@@ -21,7 +21,7 @@ describe('script replies', () => {
     await q.enqueue(arena, 'a', ['x1']);
     await q.enqueue(arena, 'b', ['y1', 'y2', 'y3']);
     const [sec] = await fx.redis.time();
-    const d = decodeDequeue(await call('dequeue', ['base-token-1', 60_000, '0', 4, '', 0, '', 0]));
+    const d = decodeDequeue(await call('dequeue', ['base-token-1', 60_000, '0', 4, '', 0, '', 0, 0]));
     assert.equal(d.leases.length, 4);
     assert.ok(Math.abs(d.nowMs / 1000 - Number(sec)) < 5, 'nowMs is Redis time in ms');
     const la = d.leases.find((l) => l.queue === 'a');
@@ -58,7 +58,7 @@ describe('script replies', () => {
         ['b', 'unlimited', 1, 1, 1],
       ],
     );
-    const held = decodeDequeue(await (async () => (await q.hold(arena), call('dequeue', ['base-token-2', 60_000, '0', 1, '', 0, '', 0])))());
+    const held = decodeDequeue(await (async () => (await q.hold(arena), call('dequeue', ['base-token-2', 60_000, '0', 1, '', 0, '', 0, 0])))());
     assert.deepEqual({ waitUs: held.waitUs, promised: held.promised, leases: held.leases }, { waitUs: null, promised: '', leases: [] });
   });
 });

@@ -82,7 +82,7 @@ describe('bad input', () => {
       ['dequeue', ['short', 1000, '0'], 'WEIR_BAD_ARGS'],
       ['dequeue', ['long-enough-token', -5, '0'], 'WEIR_BAD_ARGS'],
       ['dequeue', ['long-enough-token', 1000], 'WEIR_BAD_ARGS'],
-      ['dequeue', ['long-enough-token', 1000, '0', 1, '', 1000001, '', 0], 'WEIR_BAD_ARGS'],
+      ['dequeue', ['long-enough-token', 1000, '0', 1, '', 1000001, '', 0, 0], 'WEIR_BAD_ARGS'],
       ['commit', [], 'WEIR_BAD_ARGS'],
       ['extend', ['tok', 'soon'], 'WEIR_BAD_ARGS'],
       ['retry', ['tok', 10, 'r', 'maybe'], 'WEIR_BAD_ARGS'],
@@ -197,8 +197,8 @@ describe('replayed calls', () => {
     await q.enqueue(arena, 'a', ['one', 'two', 'three']);
     const runner = new ScriptRunner(fx.redis);
     const keys = arenaKeys('weir', arena);
-    const first = decodeDequeue(await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0])).leases;
-    const again = decodeDequeue(await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0])).leases;
+    const first = decodeDequeue(await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0, 0])).leases;
+    const again = decodeDequeue(await runner.run('dequeue', keys, ['replay-token-base', 60000, '0', 2, '', 0, '', 0, 0])).leases;
     // (A token: the lease's key, a colon, its queue's id.)
     assert.deepEqual(first.map((l) => [l.token, l.item]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
     assert.deepEqual(again.map((l) => [l.token, l.item]), [['replay-token-base.1:1', 'one'], ['replay-token-base.2:1', 'two']]);
@@ -206,7 +206,7 @@ describe('replayed calls', () => {
     assert.deepEqual([s.queued, s.leased], [1, 2], 'nothing served twice');
     // A resent commit-and-take: its commit counted once, its lease given back, nothing served twice.
     const token = String(first[0]?.token);
-    const take = (): Promise<unknown> => runner.run('dequeue', keys, ['replay-token-next', 60000, '0', 1, '', 0, '', 0, token]);
+    const take = (): Promise<unknown> => runner.run('dequeue', keys, ['replay-token-next', 60000, '0', 1, '', 0, '', 0, 0, token]);
     const once = decodeDequeue(await take());
     const twice = decodeDequeue(await take());
     assert.deepEqual(once.committed, ['ok']);
