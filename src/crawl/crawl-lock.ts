@@ -2,12 +2,11 @@ import { hostname } from 'node:os';
 import type { Cluster, Redis } from 'ioredis';
 import { WeirError } from '../errors.js';
 import type { ArenaKeyMaker } from './keys.js';
+import { ownedLock } from './owned-lock.js';
 
 /** Renewed every third of this while the crawl runs; a crawl that died frees its arena within it. */
 const LOCK_TTL_MS = 30_000;
 
-const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 interface Owner {
   host: string;
@@ -28,7 +27,7 @@ export class CrawlLock {
     private readonly key: string,
     private readonly token: string,
   ) {
-    this.timer = setInterval(() => void this.redis.eval(RENEW, 1, this.key, this.token, LOCK_TTL_MS).catch(() => undefined), LOCK_TTL_MS / 3);
+    this.timer = setInterval(() => void ownedLock.renew(this.redis, this.key, this.token, LOCK_TTL_MS).catch(() => undefined), LOCK_TTL_MS / 3);
     this.timer.unref();
   }
 
@@ -37,7 +36,7 @@ export class CrawlLock {
     const key = queue.key(arena, 'crawllock');
     const owner: Owner = { host: hostname(), pid: process.pid, startedAt: new Date().toISOString() };
     const token = JSON.stringify(owner);
-    if ((await redis.set(key, token, 'PX', LOCK_TTL_MS, 'NX')) === 'OK') return new CrawlLock(redis, key, token);
+    if (await ownedLock.take(redis, key, token, LOCK_TTL_MS)) return new CrawlLock(redis, key, token);
     let other = 'another crawl';
     try {
       const o = JSON.parse((await redis.get(key)) ?? '') as Owner;
@@ -50,6 +49,6 @@ export class CrawlLock {
 
   async release(): Promise<void> {
     clearInterval(this.timer);
-    await this.redis.eval(RELEASE, 1, this.key, this.token).catch(() => undefined);
+    await ownedLock.release(this.redis, this.key, this.token).catch(() => undefined);
   }
 }

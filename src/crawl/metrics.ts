@@ -5,7 +5,7 @@ import type { FairQueue, QueueStats } from '../queue/index.js';
 import type { TallyName } from './tally.js';
 
 /** The pacer's tallies of late requests, as weir_late_requests_total's outcomes. */
-const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'pushed', lateSlots: 'not_sent', shortGaps: 'short_gap' };
+const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'written_late', lateSlots: 'not_sent' };
 
 /**
  * A worker's Prometheus metrics (prom-client), served at /metrics by
@@ -46,7 +46,7 @@ export class CrawlMetrics {
     this.dedupeHits = new Counter({ name: 'weir_dedupe_hits_total', help: 'In-scope links dropped as already seen (shared Bloom filter)', registers });
     this.lateRequests = new Counter({
       name: 'weir_late_requests_total',
-      help: "Requests later than their rate slot allowed: pushed (the domain's next slot pushed past them), not_sent (the slot given up), short_gap (written once the next slot was out: the site may have seen a gap that much short)",
+      help: "Requests later than their rate slot: written_late (over 5 ms after it; the domain's next slot counts from the write), not_sent (past the send window: the slot given up)",
       labelNames: ['outcome'],
       registers,
     });

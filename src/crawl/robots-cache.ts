@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { CrawlKeys } from './keys.js';
+import { ownedLock } from './owned-lock.js';
 import { RobotsMatcher, type RobotsRules } from './robots.js';
 
 /** Documented robots.txt behaviour. */
@@ -13,8 +14,12 @@ export const ROBOTS = {
   retryMaxMs: 60_000,
   /** Crawl-delay values above this are read as this (so one line can't stall a domain for hours). */
   maxCrawlDelaySeconds: 60,
-  /** How long one worker may hold an origin's robots.txt fetch before another may try. */
-  lockMs: 60_000,
+  /**
+   * An origin's robots.txt fetch lock, and its domain's pause meanwhile,
+   * last this long unless renewed (every third of it while the fetch runs):
+   * a worker that dies mid-fetch holds the domain up no longer than this.
+   */
+  lockMs: 5_000,
   /** Redirect hops followed inline for robots.txt itself (RFC 9309 §2.3.1.2: at least five). */
   maxRedirects: 5,
 } as const;
@@ -62,13 +67,19 @@ export class RobotsCache {
     return entry;
   }
 
-  /** One worker fetches an origin's robots.txt at a time. */
+  /** One worker fetches an origin's robots.txt at a time (the lock: owned-lock.ts). */
   async lock(origin: string, token: string): Promise<boolean> {
-    return (await this.redis.set(this.keys.robotsLock(origin), token, 'PX', ROBOTS.lockMs, 'NX')) === 'OK';
+    return ownedLock.take(this.redis, this.keys.robotsLock(origin), token, ROBOTS.lockMs);
   }
 
-  async unlock(origin: string): Promise<void> {
-    await this.redis.del(this.keys.robotsLock(origin));
+  /** Keeps the lock while its fetch runs; false when it was lost (expired, and taken by another). */
+  async renewLock(origin: string, token: string): Promise<boolean> {
+    return ownedLock.renew(this.redis, this.keys.robotsLock(origin), token, ROBOTS.lockMs);
+  }
+
+  /** Frees the lock if `token` still holds it (never another worker's). */
+  async unlock(origin: string, token: string): Promise<void> {
+    await ownedLock.release(this.redis, this.keys.robotsLock(origin), token);
   }
 }
 

@@ -9,6 +9,9 @@ import { parseRobots, robotsText } from './robots.js';
 import type { Scope } from './scope.js';
 import type { Seed } from './seed.js';
 
+/** The send gate of robots.txt's hop `hop` (0: the request itself; more: its redirects), resolved when that hop may go. */
+export type HopGates = (hop: number, signal: AbortSignal) => Promise<SendGate | undefined>;
+
 export interface RobotsFetchResult {
   state: RobotsState;
   /** Crawl-delay in seconds (capped) when the rules set one, else null. */
@@ -41,9 +44,13 @@ export class RobotsFetcher {
     return { state: 'error', failures, retryAt: Date.now() + robotsRetryMs(failures, this.deps.retryBaseMs), reason };
   }
 
-  /** Fetches and stores; `gate` decides, as the first request's headers are written, whether it still goes. */
-  async fetch(origin: string, domain: string, failures: number, signal: AbortSignal, gate?: SendGate): Promise<RobotsFetchResult> {
-    const state = await this.get(origin, failures, signal, gate);
+  /**
+   * Fetches and stores. `gateOf` gives each hop's send gate (waiting first,
+   * as a hop after the first must: each is a request to the site); the
+   * first hop's decides, as its headers are written, whether it still goes.
+   */
+  async fetch(origin: string, domain: string, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsFetchResult> {
+    const state = await this.get(origin, failures, signal, gateOf);
     await this.deps.cache.set(origin, state);
     this.deps.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
     const delay = state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0 ? Math.min(ROBOTS.maxCrawlDelaySeconds, state.rules.crawlDelay) : null;
@@ -51,12 +58,14 @@ export class RobotsFetcher {
     return { state, crawlDelay: delay, sitemaps: state.state === 'rules' ? (state.rules.sitemaps ?? []) : [] };
   }
 
-  private async get(origin: string, failures: number, signal: AbortSignal, gate?: SendGate): Promise<RobotsState> {
+  private async get(origin: string, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsState> {
     let url = `${origin}/robots.txt`;
     for (let hop = 0; hop <= ROBOTS.maxRedirects; hop++) {
       let res: FetchResult;
       try {
-        res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate: hop === 0 ? gate : undefined });
+        const gate = await gateOf?.(hop, signal);
+        if (signal.aborted) throw new FetchError('WEIR_NETWORK', 'stopped before robots.txt was sent', 0);
+        res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate });
       } catch (err) {
         const e = FetchError.from(err, 0);
         // Not sent (too late for its slot, or stopped): nothing was learnt; the caller hands its lease back.

@@ -48,8 +48,13 @@ export class RobotsGate {
     return (await this.cache.lock(url.origin, this.owner)) ? v : { kind: 'wait' };
   }
 
+  /** Keeps this worker's lock of a fetch a 'fetch' verdict asked for, while it runs. */
+  async renew(origin: string): Promise<boolean> {
+    return this.cache.renewLock(origin, this.owner);
+  }
+
   /** The fetch a 'fetch' verdict asked for is over (its result stored): others may fetch again. */
   async done(origin: string): Promise<void> {
-    await this.cache.unlock(origin);
+    await this.cache.unlock(origin, this.owner);
   }
 }

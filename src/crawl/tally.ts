@@ -40,16 +40,10 @@ export const TALLY_NAMES = [
   'retries',
   /** 429/503 Retry-After pauses. */
   'paced',
-  /** Requests that went out late and pushed the domain's next slot. */
+  /** Requests written over 5 ms after their slot (the domain's next slot counts from the write: no gap is short for it). */
   'lateSends',
-  /** Slots missed by too much: the lease went back unused. */
+  /** Slots whose send window had passed: the lease went back unused. */
   'lateSlots',
-  /**
-   * Requests written later than the send gate allowed (the process stalled
-   * between its check and the write) once the domain's next slot was out:
-   * the site may have seen a gap short by that stall.
-   */
-  'shortGaps',
   /** Leases handed back unused (shutdown, missed slots, robots waits). */
   'released',
   /** Lease calls that found the lease expired (its URL goes to another worker). */

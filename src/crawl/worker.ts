@@ -12,7 +12,8 @@ import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } fro
 import { commit, fail, release, type Outcome } from './outcome.js';
 import { watchForEnd } from './end-watch.js';
 import { PACING, SendPacer } from './pacer.js';
-import { ROBOTS, RobotsCache } from './robots-cache.js';
+import { fetchRobotsInSlot, type RobotsSlotDeps } from './robots-slot.js';
+import { RobotsCache } from './robots-cache.js';
 import { RobotsFetcher } from './robots-fetch.js';
 import { RobotsGate } from './robots-gate.js';
 import { Scope } from './scope.js';
@@ -51,7 +52,7 @@ export class CrawlWorker {
   private readonly budget: PageBudget;
   private readonly pacer: SendPacer;
   private readonly gate: RobotsGate;
-  private readonly robots: RobotsFetcher;
+  private readonly robotsSlot: RobotsSlotDeps;
   private readonly links: LinkFollower;
   private readonly settler: Settler;
   private readonly archive: WarcWriter | undefined;
@@ -88,10 +89,12 @@ export class CrawlWorker {
     const scope = new Scope(seed);
     this.pauses = new PauseNotes(redis, this.keys);
     const cache = new RobotsCache(redis, this.keys);
-    this.pacer = new SendPacer(this.queue, seed.arena, (domain, name) => this.tally.add(domain, name));
+    // A request's send window is its lease: no request goes after its lease would have run out.
+    this.pacer = new SendPacer(this.queue, this.queue.leaseMs, (domain, name) => this.tally.add(domain, name));
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
-    this.robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
+    const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, options.onPage);
+    this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
     this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
@@ -167,7 +170,7 @@ export class CrawlWorker {
     let failures = 0;
     let done: Decided | null = null;
     let settling: Promise<null> = Promise.resolve(null);
-    const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs };
+    const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs, sendWindowMs: this.queue.leaseMs };
     while (!this.stop.signal.aborted) {
       let lease: Lease | null;
       const carried = done;
@@ -211,6 +214,8 @@ export class CrawlWorker {
       return { ctx, outcome: release([['internalErrors', 1]]) };
     } finally {
       clearInterval(renew);
+      // (Its request reported, or reported never sent: the domain's next slot waits for this.)
+      this.pacer.finish(lease);
     }
   }
 
@@ -233,7 +238,7 @@ export class CrawlWorker {
     const robots = await this.gate.check(url);
     switch (robots.kind) {
       case 'fetch':
-        return this.fetchRobots(lease, url.origin, robots.failures);
+        return fetchRobotsInSlot(this.robotsSlot, lease, url.origin, robots.failures, this.fetchAbort.signal);
       case 'wait':
         return release([['robotsWaits', 1]]);
       case 'later':
@@ -257,61 +262,16 @@ export class CrawlWorker {
   }
 
   /**
-   * robots.txt, in the slot of the URL that found it missing. The domain is
-   * paused while it is fetched, so no slot is served (and wasted) on URLs
-   * that would have to wait for it; then the pause is moved to one interval
-   * (or the Crawl-delay) after robots.txt went out. The URL goes back to the
-   * head of its queue for the next slot.
-   */
-  private async fetchRobots(lease: Lease, origin: string, failures: number): Promise<Outcome> {
-    let pauseEnd: number | null = null;
-    let resumeInMs = 0;
-    try {
-      pauseEnd = await this.queue.pause(this.seed.arena, lease.queue, ROBOTS.lockMs);
-      this.pauses.note(lease.queue, 'robots', pauseEnd);
-      await this.fetcher.prepare(`${origin}/robots.txt`);
-      const plannedAt = await this.pacer.hold(lease, this.fetchAbort.signal);
-      if (plannedAt === null) return release();
-      let sentAt = plannedAt;
-      const sendGate = this.pacer.gate(lease, plannedAt);
-      // The domain stays paused until the pause is moved past the actual
-      // write (below): a late write needs no push of its own.
-      const got = await this.robots.fetch(origin, lease.queue, failures, this.fetchAbort.signal, {
-        mayGo: (at) => {
-          sentAt = at;
-          return sendGate.mayGo(at);
-        },
-        wrote: (at) => {
-          sentAt = at;
-        },
-      });
-      const gapMs = Math.max(lease.intervalMs, (got.crawlDelay ?? 0) * 1000);
-      const nextSend = this.queue.clock.toRedis(Math.max(sentAt, plannedAt)) + gapMs - PACING.sendDelayMs + 1;
-      resumeInMs = Math.max(0, Math.ceil(nextSend - this.queue.clock.toRedis(performance.now())));
-      const robotsUrl = `${origin}/robots.txt`;
-      const listed = this.seed.sitemaps !== false && got.sitemaps.length > 0 ? await this.links.sitemaps(got.sitemaps, robotsUrl, 0, robotsUrl) : { enqueued: 0, ignored: 0 };
-      return release([['robotsFetches', 1], ['enqueued', listed.enqueued], ['sitemapIgnored', listed.ignored]]);
-    } catch (err) {
-      // Not sent (too late for the slot) or stopped: nothing learnt, the URL goes back.
-      if (isWeirError(err, 'WEIR_LATE') || this.fetchAbort.signal.aborted) return release();
-      throw err;
-    } finally {
-      if (pauseEnd !== null) await this.queue.repause(this.seed.arena, lease.queue, pauseEnd, resumeInMs);
-      await this.gate.done(origin);
-    }
-  }
-
-  /**
    * One request in the lease's rate slot: held until the slot, sent only if
    * still in time (the send gate). An Outcome when it was not had: stopping,
    * too late for its slot, or a fetch error to retry.
    */
   private async inSlot(lease: Lease, url: string, opts: Omit<FetchOptions, 'signal' | 'gate'>): Promise<FetchResult | Outcome> {
     await this.fetcher.prepare(url);
-    const plannedAt = await this.pacer.hold(lease, this.fetchAbort.signal);
-    if (plannedAt === null) return release();
+    const send = await this.pacer.hold(lease, this.fetchAbort.signal);
+    if (send === null) return release();
     try {
-      const res = await this.fetcher.fetch(url, { ...opts, signal: this.fetchAbort.signal, gate: this.pacer.gate(lease, plannedAt) });
+      const res = await this.fetcher.fetch(url, { ...opts, signal: this.fetchAbort.signal, gate: send });
       this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
       this.tally.add(lease.queue, 'bytes', res.bytes);
       return res;
@@ -320,6 +280,8 @@ export class CrawlWorker {
       if (this.fetchAbort.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
       this.options.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
       return fetchFailed(err, lease.attempt, this.options.retryBaseMs);
+    } finally {
+      send.done();
     }
   }
 

@@ -2,12 +2,12 @@
  * Politeness as the server sees it when a worker sends late. Two worker
  * processes, 10/s, judged from the site's own log (test/helpers/late-sender.mjs):
  * - blocked for 100 ms right before every second request goes out (before
- *   weir's send gate): the gate holds the request back or pushes the next
- *   slot, so the next slot follows the late request's actual send;
+ *   weir's send gate): the request goes late, and so does its report;
  * - blocked for 40 ms on every second request *after* the gate let it go,
  *   before undici writes it (a process preempted between the check and the
- *   write): the write itself is timed and pushes the next slot.
- * Either way no two requests reach the site closer than 1/R − 5 ms.
+ *   write): the report comes after the write, whatever the stall.
+ * Either way no two requests reach the site closer than 1/R: the next slot
+ * is counted from the report that follows each write (lua/sent.lua).
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -55,7 +55,7 @@ async function lateCrawl(arena: string, env: Record<string, string>): Promise<{ 
 
   const keys = crawlKeys(arena, new FairQueue(world.redis));
   const stats = await world.redis.hgetall(keys.stats);
-  const tallies = Object.fromEntries(['pages', 'lateSends', 'lateSlots', 'shortGaps'].map((n) => [n, Number(stats[`*:${n}`] ?? 0)]));
+  const tallies = Object.fromEntries(['pages', 'lateSends', 'lateSlots'].map((n) => [n, Number(stats[`*:${n}`] ?? 0)]));
   assert.equal(tallies.pages, PAGES + 1, 'every page fetched');
   const lines = (await readFile(blockedLog, 'utf8')).split('\n');
   const log = await site.log();
@@ -64,23 +64,22 @@ async function lateCrawl(arena: string, env: Record<string, string>): Promise<{ 
 
 function judge(t: TestContext, r: Awaited<ReturnType<typeof lateCrawl>>, what: string): void {
   t.diagnostic(`${r.requests} requests, smallest judged gap ${r.gap.toFixed(2)} ms (limit ${1000 / RATE} ms), ${r.sent} sends tried by the late workers, ${r.blocked} of them blocked ${what}; tallies ${JSON.stringify(r.tallies)}`);
-  assert.ok(r.gap >= 1000 / RATE - 5, `smallest gap ${r.gap.toFixed(2)} ms`);
+  assert.ok(r.gap >= 1000 / RATE, `smallest gap ${r.gap.toFixed(2)} ms`);
 }
 
 describe('late senders', () => {
-  it('workers blocked 100 ms before every second send: every request still at least 1/R − 5 ms after the one before, at the server', async (t) => {
+  it('workers blocked 100 ms before every second send: every request still at least 1/R after the one before, at the server', async (t) => {
     const r = await lateCrawl('late', {});
     const late = (r.tallies.lateSends ?? 0) + (r.tallies.lateSlots ?? 0);
     assert.ok(r.blocked >= PAGES / 2 - 5 && late > 0, `the late senders blocked ${r.blocked} sends; ${late} late sends or missed slots counted`);
     judge(t, r, '100 ms before the gate');
   });
 
-  it('workers stalled 40 ms between the send gate and the write: the write is timed and pushes the next slot, at least 1/R − 5 ms at the server', async (t) => {
+  it('workers stalled 40 ms between the send gate and the write: the next slot counts from the report after the write: at least 1/R at the server', async (t) => {
     const r = await lateCrawl('stall', { LATE_SENDER_AFTER_GATE: '40' });
-    // Each stalled write is found late after the fact and pushes the next
-    // slot (lateSends); with 100 ms slots handed out 20 ms early there are
-    // 38 ms to spare, so none is left as a short gap.
-    assert.ok(r.blocked >= PAGES / 2 - 5 && (r.tallies.lateSends ?? 0) >= r.blocked / 2, `the late senders stalled ${r.blocked} writes; ${r.tallies.lateSends} pushed`);
+    // Each stalled write goes out late (lateSends) and is reported after it:
+    // the next slot, whichever worker holds it, counts from there.
+    assert.ok(r.blocked >= PAGES / 2 - 5 && (r.tallies.lateSends ?? 0) >= r.blocked / 2, `the late senders stalled ${r.blocked} writes; ${r.tallies.lateSends} written late`);
     judge(t, r, '40 ms after the gate');
   });
 });

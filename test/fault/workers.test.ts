@@ -184,13 +184,13 @@ describe('workers killed at random', () => {
     // its stamp): the judge's precision, measured by the judge.
     const { gap, around } = closestPair(log);
     const maxLag = Math.max(...log.map((r) => r.lag));
-    // What the workers' pacers counted: requests late past their slot, and
-    // writes late after the next slot was out (the gap after them short).
+    // What the workers' pacers counted: requests written late past their
+    // slot, and slots given up past their send window.
     const tallies = await world.redis.hgetall(crawlKeys('killloop', q).stats);
-    const late = ['lateSends', 'lateSlots', 'shortGaps'].map((k) => `${k} ${tallies[`*:${k}`] ?? 0}`).join(', ');
+    const late = ['lateSends', 'lateSlots'].map((k) => `${k} ${tallies[`*:${k}`] ?? 0}`).join(', ');
     const pair = requestTimes(around, Math.min(...log.map((r) => r.at)));
     t.diagnostic(`smallest gap ${gap.toFixed(1)} ms at 50/s; the site's largest stamping lag ${maxLag.toFixed(1)} ms; ${late}`);
-    assert.ok(gap >= 20 - 5, `the rate held through the kills: smallest gap ${gap.toFixed(1)} ms (${late}): ${pair}`);
+    assert.ok(gap >= 20, `the rate held through the kills: smallest gap ${gap.toFixed(1)} ms (${late}): ${pair}`);
   });
 });
 
@@ -209,7 +209,7 @@ describe('clock skew', () => {
     const reqs = world.web.of('S');
     assert.equal(reqs.filter((r) => r.path !== '/robots.txt').length, 31, 'depth 0..4 of the tree');
     t.diagnostic(`smallest gap ${smallestGap(reqs).toFixed(1)} ms at 10/s`);
-    assert.ok(smallestGap(reqs) >= 100 - 5, `smallest gap ${smallestGap(reqs)} ms`);
+    assert.ok(smallestGap(reqs) >= 100, `smallest gap ${smallestGap(reqs)} ms`);
   });
 
   it('negative control: the same check fails for a scheduler that trusts client clocks (the seed design)', async () => {

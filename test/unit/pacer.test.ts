@@ -1,4 +1,4 @@
-/** The send pacer on a fake clock: on time, late but coverable, too late, unlimited, late sends. */
+/** The send pacer on a fake clock: held to the slot, one report per lease, the send window. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PACING, SendPacer, type LocalClock, type SlotQueue } from '../../src/crawl/pacer.js';
@@ -17,16 +17,22 @@ function fakeClock(start: number, lag = 0): LocalClock & { t: number } {
   return c;
 }
 
-/** Local ms 0 = Redis ms 1,000,000; the pauses asked for are recorded. */
-function fakeQueue(clock: { t: number }, uncertaintyMs = 0, pauseTakesMs = 0): SlotQueue & { pauses: { queue: string; ms: number; at: number }[] } {
-  const pauses: { queue: string; ms: number; at: number }[] = [];
+interface Report {
+  queue: string;
+  sent: boolean;
+  margin: number | undefined;
+  at: number;
+}
+
+/** Local ms 0 = Redis ms 1,000,000; the send reports made are recorded. */
+function fakeQueue(clock: { t: number }, uncertaintyMs = 0): SlotQueue & { reports: Report[] } {
+  const reports: Report[] = [];
   return {
-    pauses,
+    reports,
     clock: { uncertaintyMs, toRedis: (local: number) => local + 1_000_000, toLocal: (redis: number) => redis - 1_000_000 },
-    pause: (_arena, queue, ms) => {
-      pauses.push({ queue, ms, at: clock.t });
-      clock.t += pauseTakesMs;
-      return Promise.resolve(1_000_000 + clock.t + ms);
+    sent: (lease, sent, margin) => {
+      reports.push({ queue: lease.queue, sent, margin, at: clock.t });
+      return Promise.resolve('ok');
     },
   };
 }
@@ -44,34 +50,57 @@ const lease = (localServedAt: number, intervalMs: number, queue = 'q'): Lease =>
   intervalMs,
 });
 
+const WINDOW = 10_000;
+
 function pacer(clock: LocalClock & { t: number }, queue: SlotQueue): { pacer: SendPacer; counts: string[] } {
   const counts: string[] = [];
-  return { pacer: new SendPacer(queue, 'a', (_d, n) => counts.push(n), clock), counts };
+  return { pacer: new SendPacer(queue, WINDOW, (_d, n) => counts.push(n), clock), counts };
 }
 
 describe('send pacer', () => {
-  it('sends at the slot plus the fixed delay plus the clock uncertainty, never before', async () => {
+  it('holds a request to its slot plus the clock uncertainty, never before, and reports its write once', async () => {
     const clock = fakeClock(0);
     const q = fakeQueue(clock, 0.4);
     const { pacer: p, counts } = pacer(clock, q);
-    const at = await p.hold(lease(100, 500));
-    assert.equal(at, 100 + PACING.sendDelayMs + 0.4);
-    assert.equal(clock.t, at);
-    assert.deepEqual(q.pauses, []);
+    const send = await p.hold(lease(100, 500));
+    assert.ok(send);
+    assert.equal(send.plannedAt, 100.4);
+    assert.equal(clock.t, 100.4);
+    assert.deepEqual(q.reports, [], 'nothing reported before the write');
+    assert.equal(send.mayGo(100.5), true);
+    clock.t = 101;
+    send.wrote(101);
+    send.done();
+    assert.deepEqual(q.reports, [{ queue: 'q', sent: true, margin: PACING.marginMs, at: 101 }], 'one report, as the write is seen');
     assert.deepEqual(counts, []);
+  });
+
+  it('a write long after its slot (a stall) is still sent and reported: the next slot counts from it', async () => {
+    const clock = fakeClock(0, 300); // wakes 300 ms late
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    const send = await p.hold(lease(100, 50));
+    assert.ok(send, 'late is not too late: the queue holds the next slot until the report');
+    assert.equal(send.mayGo(clock.t), true);
+    send.wrote(clock.t + 5);
+    assert.deepEqual(
+      q.reports.map((r) => r.sent),
+      [true],
+    );
+    assert.deepEqual(counts, ['lateSends']);
   });
 
   it("maps the slot with the clock's estimate at send time, not the one its lease came with", async () => {
     // The lease arrived when a poor estimate put its slot at local 100; a better
     // one since (u 0.4) puts that Redis time at local 120. Sending by the old
-    // mapping would be 20 ms before the slot: a gap short by 20 at the server.
+    // mapping would be 20 ms before the slot.
     const clock = fakeClock(0);
     const q = fakeQueue(clock, 0.4);
     const shifted = { ...q, clock: { ...q.clock, toLocal: (redis: number) => redis - 1_000_000 + 20 } };
     const { pacer: p } = pacer(clock, shifted);
-    const at = await p.hold(lease(100, 500));
-    assert.equal(at, 120 + PACING.sendDelayMs + 0.4);
-    assert.equal(clock.t, at);
+    const send = await p.hold(lease(100, 500));
+    assert.equal(send?.plannedAt, 120.4);
+    assert.equal(clock.t, 120.4);
   });
 
   it('waits again when the estimate moves the slot later while it waits (a bounded number of times)', async () => {
@@ -82,164 +111,101 @@ describe('send pacer', () => {
     const moving: SlotQueue = { ...q, clock: { ...q.clock, toLocal: (redis: number) => redis - 1_000_000 + shift } };
     const sleeps: number[] = [];
     const c = { ...clock, sleepUntil: (at: number) => (sleeps.push(at), (clock.t = Math.max(clock.t, at)), (shift += 7), Promise.resolve()) };
-    const p = new SendPacer(moving, 'a', () => undefined, c);
-    const at = await p.hold(lease(100, 500));
-    assert.deepEqual(sleeps, [102, 109, 116, 123], 'the first wait, then one more for each move, at most three');
-    assert.equal(at, 123);
+    const p = new SendPacer(moving, WINDOW, () => undefined, c);
+    const send = await p.hold(lease(100, 500));
+    assert.deepEqual(sleeps, [100, 107, 114, 121], 'the first wait, then one more for each move, at most three');
+    assert.equal(send?.plannedAt, 121);
   });
 
-  it('intervals within the send slack (100,000/s): never before the slot, but no send delay and no lateness checks', async () => {
-    const clock = fakeClock(0, 50); // wakes 50 ms late
-    const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    const at = await p.hold(lease(100, 0.01));
-    assert.equal(at, 150, 'sent when it woke, late: the gap after the one before is short by at most 0.01 ms');
-    assert.deepEqual(q.pauses, []);
-    assert.equal(p.gate(lease(100, 0.01), 100).mayGo(900), true);
-    assert.deepEqual(counts, []);
-    const early = fakeClock(0);
-    assert.equal(await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)), 100, 'not before its slot');
-  });
-
-  it('unlimited queues (interval 0) go at once', async () => {
+  it('unlimited queues (interval 0) go at once and report nothing', async () => {
     const clock = fakeClock(50);
-    const { pacer: p } = pacer(clock, fakeQueue(clock));
-    assert.equal(await p.hold(lease(100, 0)), 50);
-  });
-
-  it('a late send first pushes the next slot by the lateness (plus cover), then goes', async () => {
-    const clock = fakeClock(0, 30); // wakes 30 ms late
     const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    const at = await p.hold(lease(100, 500));
-    assert.notEqual(at, null);
-    const cover = 30 + PACING.pauseCoverMs;
-    assert.equal(q.pauses.length, 1);
-    // Next slot no sooner than served + lateness + interval (Redis ms), asked from now.
-    assert.equal(q.pauses[0]?.ms, Math.ceil(100 + 1_000_000 + cover + 500 + 1 - (clock.t + 1_000_000)));
-    assert.deepEqual(counts, ['lateSends']);
+    const { pacer: p } = pacer(clock, q);
+    const send = await p.hold(lease(100, 0));
+    assert.equal(send?.plannedAt, 50);
+    assert.equal(send.mayGo(50), true);
+    send.wrote(51);
+    send.done();
+    assert.deepEqual(q.reports, []);
   });
 
-  it('late past the slack when the next slot is already handed out (slots go out aheadMs early): given up, no push', async () => {
-    const clock = fakeClock(0, 10);
+  it('a request never written is reported not sent, once; one whose write began but was never seen to end counts as sent', async () => {
+    const clock = fakeClock(0);
     const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    // interval 25 ms: the next slot went out at 100 + 25 − aheadMs, before this wake.
-    assert.equal(await p.hold(lease(100, 25)), null);
-    assert.deepEqual(q.pauses, []);
-    assert.deepEqual(counts, ['lateSlots']);
+    const { pacer: p } = pacer(clock, q);
+    const unsent = await p.hold(lease(100, 500, 'a'));
+    unsent?.done();
+    unsent?.done();
+    const begun = await p.hold(lease(200, 500, 'b'));
+    assert.equal(begun?.mayGo(200), true);
+    begun?.done();
+    assert.deepEqual(
+      q.reports.map((r) => [r.queue, r.sent]),
+      [
+        ['a', false],
+        ['b', true],
+      ],
+    );
   });
 
-  it('late within the slack: sent, no push (the gap after it is short by at most the slack)', async () => {
-    const clock = fakeClock(0, PACING.sendSlackMs - 0.5);
-    const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    assert.equal(await p.hold(lease(100, 500)), 100 + PACING.sendDelayMs);
-    assert.deepEqual(q.pauses, []);
-    assert.deepEqual(counts, []);
-  });
-
-  it('too late to cover (the next slot may be served already): the slot is given up', async () => {
-    const clock = fakeClock(0, 600);
+  it('past its send window (less the slack) a slot is given up: not sent, reported unsent, counted', async () => {
+    const clock = fakeClock(0, WINDOW); // wakes a whole window late
     const q = fakeQueue(clock);
     const { pacer: p, counts } = pacer(clock, q);
     assert.equal(await p.hold(lease(100, 500)), null);
-    assert.deepEqual(q.pauses, []);
+    assert.deepEqual(
+      q.reports.map((r) => r.sent),
+      [false],
+    );
     assert.deepEqual(counts, ['lateSlots']);
+    // And at the write itself: held in time, but the write would come past the window.
+    const c2 = fakeClock(0);
+    const q2 = fakeQueue(c2);
+    const { pacer: p2, counts: counts2 } = pacer(c2, q2);
+    const send = await p2.hold(lease(100, 500));
+    assert.equal(send?.mayGo(100 + WINDOW - PACING.windowSlackMs - 1), true);
+    const late = await p2.hold(lease(100, 500, 'q2'));
+    assert.equal(late?.mayGo(100 + WINDOW - PACING.windowSlackMs + 1), false);
+    late?.done();
+    assert.deepEqual(counts2, ['lateSlots']);
+    assert.deepEqual(
+      q2.reports.map((r) => [r.queue, r.sent]),
+      [['q2', false]],
+    );
   });
 
-  it('late by little, but the pause call itself ran past the next slot: given up', async () => {
-    const clock = fakeClock(0, 20);
-    const q = fakeQueue(clock, 0, 200);
-    const { pacer: p, counts } = pacer(clock, q);
-    assert.equal(await p.hold(lease(100, 100)), null);
-    assert.equal(q.pauses.length, 1);
-    assert.deepEqual(counts, ['lateSlots']);
-  });
-
-  it('an aborted wait gives the slot up', async () => {
+  it('a lease settled without a request of its own (a robots.txt wait, a disallowed URL) is reported never sent, once', async () => {
     const clock = fakeClock(0);
-    const { pacer: p } = pacer(clock, fakeQueue(clock));
-    const ac = new AbortController();
-    ac.abort();
-    assert.equal(await p.hold(lease(100, 500), ac.signal), null);
+    const q = fakeQueue(clock);
+    const { pacer: p } = pacer(clock, q);
+    const idle = lease(100, 500, 'idle');
+    p.finish(idle);
+    p.finish(idle);
+    const used = lease(100, 500, 'used');
+    const send = await p.hold(used);
+    assert.equal(send?.mayGo(100), true);
+    send?.wrote(101);
+    p.finish(used);
+    p.finish(lease(100, 0, 'unlimited'));
+    assert.deepEqual(
+      q.reports.map((r) => [r.queue, r.sent]),
+      [
+        ['idle', false],
+        ['used', true],
+      ],
+    );
   });
 
-  it('the send gate, as headers are written: within maxWriteLateMs go; later, go and push the next slot while it is far from being handed out; else not at all', async () => {
-    const clock = fakeClock(150);
+  it('an aborted hold reports the slot unsent', async () => {
+    const clock = fakeClock(0);
     const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    assert.equal(p.gate(lease(100, 500), 110).mayGo(110), true);
-    assert.equal(p.gate(lease(100, 500), 110).mayGo(110 + PACING.maxWriteLateMs - 0.5), true);
-    assert.deepEqual(q.pauses, []);
-    assert.equal(p.gate(lease(100, 500), 110).mayGo(110 + 10), true, 'late, but the next slot goes out only at 580: pushed');
-    await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 1);
-    // interval 60 ms: the next slot goes out at 100 + 60 − aheadMs, too soon for a push to land first.
-    assert.equal(p.gate(lease(100, 60), 110).mayGo(110 + PACING.maxWriteLateMs + 0.5), false, 'too late: not sent');
-    assert.deepEqual(counts, ['lateSends', 'lateSlots']);
-    assert.equal(p.gate(lease(100, 0), 110).mayGo(900), true, 'unlimited: no slot to keep');
-    const uncertain = pacer(clock, fakeQueue(clock, 2));
-    assert.equal(uncertain.pacer.gate(lease(100, 60), 110).mayGo(110), false, 'the clock spread counts as lateness');
-  });
-  it('a write later than the gate judged (the process stalled between the check and the write) pushes the next slot past it, if that slot is not out yet', async () => {
-    const clock = fakeClock(102);
-    const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    // Planned at the slot's send time (served 100 + the send delay); checked on time, written 20 ms later.
-    const onTime = p.gate(lease(100, 500), 100 + PACING.sendDelayMs);
-    assert.equal(onTime.mayGo(102), true);
-    onTime.wrote(102.2);
-    assert.equal(q.pauses.length, 0, 'written as checked: nothing to push');
-    // (Another domain: this one's request of the same slot would be refused as following the first too soon.)
-    const stalled = p.gate(lease(100, 500, 'q2'), 100 + PACING.sendDelayMs);
-    assert.equal(stalled.mayGo(102), true);
-    clock.t = 122;
-    stalled.wrote(122);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 1);
-    // The next slot (Redis ms) no sooner than a whole interval after the write.
-    const nextSlot = 1_000_000 + clock.t + (q.pauses[0]?.ms ?? 0);
-    assert.ok(nextSlot >= 1_000_000 + 122 + 500, `next slot ${nextSlot - 1_000_000}`);
-    assert.deepEqual(counts, ['lateSends']);
-  });
-
-  it('a late write the check already pushed for is not pushed again; one past the next slot is counted as a short gap', async () => {
-    const clock = fakeClock(150);
-    const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    const late = p.gate(lease(100, 500), 102);
-    assert.equal(late.mayGo(112), true, 'late by 10: pushed by 10 + cover');
-    late.wrote(112 + PACING.pauseCoverMs - 0.5);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 1, 'the write within what the push covered');
-    // interval 60: the next slot goes out at 100 + 60 − aheadMs = 140, before this write.
-    const tooLate = p.gate(lease(100, 60, 'q2'), 102);
-    assert.equal(tooLate.mayGo(102), true);
-    tooLate.wrote(145);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 1);
-    assert.deepEqual(counts, ['lateSends', 'shortGaps']);
-  });
-
-  it("a write that went late after the next slot was out keeps this worker's request of that slot from crowding it", async () => {
-    const clock = fakeClock(102);
-    const q = fakeQueue(clock);
-    const { pacer: p, counts } = pacer(clock, q);
-    // 50/s: the next slot (120) went out with this one (aheadMs 20), so the stalled write cannot push it.
-    const stalled = p.gate(lease(100, 20), 102);
-    assert.equal(stalled.mayGo(102), true);
-    stalled.wrote(117);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(q.pauses.length, 0);
-    // The next slot's request, on time by its slot (122), would follow that write by 5 ms: not sent.
-    assert.equal(p.gate(lease(120, 20), 122).mayGo(122), false);
-    // A whole interval (less the slack) after the late write, the domain's next request goes.
-    const later = p.gate(lease(140, 20), 142);
-    assert.equal(later.mayGo(142), true);
-    later.wrote(142);
-    // Writes on time keep no request from its slot.
-    assert.equal(p.gate(lease(160, 20), 162).mayGo(162), true);
-    assert.deepEqual(counts, ['shortGaps', 'lateSlots']);
+    const { pacer: p } = pacer(clock, q);
+    const stop = new AbortController();
+    stop.abort();
+    assert.equal(await p.hold(lease(100, 500), stop.signal), null);
+    assert.deepEqual(
+      q.reports.map((r) => r.sent),
+      [false],
+    );
   });
 });
