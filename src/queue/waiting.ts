@@ -6,6 +6,7 @@
  * decides only when to call dequeue again, and on which shard, never what
  * is served: that is the scripts'.
  */
+import { setMaxListeners } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
 import { DEFAULTS } from './limits.js';
 import { sleep } from './sleep.js';
@@ -177,6 +178,9 @@ export class Waiting {
   /** Blocks on every shard's wake list at once; the shard whose token came first, or undefined on timeout or abort. */
   private blockOnAll(tags: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string | undefined> {
     const stop = new AbortController();
+    // One listener per shard waits on it (an arena of 12 shards passes Node's
+    // warning threshold of 10; each is removed as its wait ends).
+    setMaxListeners(tags.length + 1, stop.signal);
     const onAbort = (): void => stop.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     return new Promise<string | undefined>((resolve) => {

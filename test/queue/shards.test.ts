@@ -61,6 +61,24 @@ describe('shards', () => {
     }
   });
 
+  it('a take waiting on 12 shards at once adds no listener past Node\'s warning threshold (a warning per wait seen before)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.fixShards(arena, 12);
+    await q.setLimits(arena, { 'a.test': { rate: 'unlimited' } });
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      // Nothing queued: each take blocks on all 12 shards' wake lists until aborted.
+      for (let i = 0; i < 3; i++) assert.equal(await q.take(arena, { signal: AbortSignal.timeout(150) }), null);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.deepEqual(warnings.filter((w) => w.includes('MaxListeners')), []);
+  });
+
   it('fixes the shard count once: a different one is a clear error', async () => {
     const q = fx.queue();
     const arena = freshArena();
