@@ -27,6 +27,7 @@ import { normalizeUrl } from '../src/crawl/normalize.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
 import { paceBenchmarks } from './pace.js';
+import { strictBenchmarks } from './strict.js';
 import { clusterCrawlBenchmarks } from './cluster-cost.js';
 import { redisCapacityBenchmarks } from './redis-capacity.js';
 import { redisCostBenchmarks } from './redis-cost.js';
@@ -48,7 +49,7 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
 /** The parts that run alone: each in a temporary directory, then the table, then exit. */
 const ALONE: Record<string, (dir: string) => Promise<void>> = {
@@ -56,6 +57,7 @@ const ALONE: Record<string, (dir: string) => Promise<void>> = {
   redis: (dir) => redisCostBenchmarks(out, dir, findCorpus()),
   capacity: () => redisCapacityBenchmarks(out),
   pace: (dir) => paceBenchmarks(out, dir),
+  strict: (dir) => strictBenchmarks(out, dir),
 };
 const alone = Object.hasOwn(ALONE, PART) ? ALONE[PART] : undefined;
 if (alone) {
