@@ -40,9 +40,16 @@ export interface LocalClock {
 
 export const realClock: LocalClock = { now: () => performance.now(), sleepUntil };
 
-/** What the pacer needs of the queue: Redis's clock as seen here, and the send report. */
+/** A shard's clock as seen here (src/queue/clock.ts). */
+export interface ShardClock {
+  readonly uncertaintyMs: number;
+  toRedis(localMs: number): number;
+  toLocal(redisMs: number): number;
+}
+
+/** What the pacer needs of the queue: each shard's clock as seen here, and the send report. */
 export interface SlotQueue {
-  readonly clock: { readonly uncertaintyMs: number; toRedis(localMs: number): number; toLocal(redisMs: number): number };
+  clockOf(shard: string): ShardClock;
   sent(lease: Lease, wasSent: boolean, marginMs?: number): Promise<LeaseOutcome>;
 }
 
@@ -128,7 +135,8 @@ export class SendPacer {
     // change together, and an old estimate's error can be far more than
     // today's u. Should the estimate move the slot later while this waits,
     // it waits again (a bounded number of times).
-    const latest = (): number => this.queue.clock.toLocal(lease.servedAt) + this.queue.clock.uncertaintyMs;
+    const clock = this.queue.clockOf(lease.shard);
+    const latest = (): number => clock.toLocal(lease.servedAt) + clock.uncertaintyMs;
     let sendAt = latest();
     for (let looks = 0; ; looks++) {
       await this.clock.sleepUntil(sendAt, signal);
@@ -167,7 +175,8 @@ export class SendPacer {
   pastWindow(lease: Lease, at: number): boolean {
     if (lease.intervalMs === 0) return false;
     const slack = Math.min(PACING.windowSlackMs, this.windowMs / 4);
-    return this.queue.clock.toRedis(at) + this.queue.clock.uncertaintyMs > lease.servedAt + this.windowMs - slack;
+    const clock = this.queue.clockOf(lease.shard);
+    return clock.toRedis(at) + clock.uncertaintyMs > lease.servedAt + this.windowMs - slack;
   }
 
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */

@@ -134,7 +134,7 @@ export async function fetchRobotsInSlot(d: RobotsSlotDeps, lease: Lease, origin:
     const got = await d.robots.fetch(origin, lease.queue, failures, signal, hops.gateOf);
     const gapMs = Math.max(lease.intervalMs, (got.crawlDelay ?? 0) * 1000);
     // (On Redis's clock the write may have been up to u later than its mapping says.)
-    const clock = d.queue.clock;
+    const clock = d.queue.clockOf(lease.shard);
     const nextSend = clock.toRedis(Math.max(hops.lastWrite(), send.plannedAt)) + clock.uncertaintyMs + gapMs + PACING.marginMs + 1;
     resumeInMs = Math.max(0, Math.ceil(nextSend - clock.toRedis(performance.now())));
     const listed = d.seed.sitemaps !== false && got.sitemaps.length > 0 ? await d.links.sitemaps(got.sitemaps, robotsUrl, 0, robotsUrl) : { enqueued: 0, ignored: 0 };

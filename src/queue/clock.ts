@@ -44,3 +44,30 @@ export class RedisClock {
     return this.best ? this.best.rtt / 2 : 0;
   }
 }
+
+/**
+ * Each shard's clock (a lease's slot is mapped by its own shard's: a
+ * Cluster's masters may keep different time), and one fed by every shard,
+ * for stamps that need no more (history buckets, a spare's age).
+ */
+export class ShardClocks {
+  readonly any = new RedisClock();
+  private readonly byTag = new Map<string, RedisClock>();
+
+  of(tag: string): RedisClock {
+    let c = this.byTag.get(tag);
+    if (!c) {
+      c = new RedisClock();
+      this.byTag.set(tag, c);
+    }
+    return c;
+  }
+
+  /** A reply's clock from shard `tag` (see RedisClock.sample); that shard's clock. */
+  sample(tag: string, redisMs: number, sentAt: number, receivedAt: number): RedisClock {
+    this.any.sample(redisMs, sentAt, receivedAt);
+    const c = this.of(tag);
+    c.sample(redisMs, sentAt, receivedAt);
+    return c;
+  }
+}

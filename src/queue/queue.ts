@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { ArenaAdmin } from './arena-admin.js';
 import { checkDedupe, checkInt, checkItems, checkName, checkReason } from './checks.js';
-import { RedisClock } from './clock.js';
+import { ShardClocks, type RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
 import { enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
 import { shardKey, validateArenaName } from './keys.js';
@@ -22,7 +22,6 @@ interface TakeRequest {
   take: boolean;
 }
 
-
 /**
  * The rate-limited, fair, leased fan-in queue. Every scheduling decision is
  * made inside Redis by the scripts in lua/; this class checks arguments,
@@ -37,8 +36,9 @@ interface TakeRequest {
 export class FairQueue extends ArenaAdmin {
   readonly leaseMs: number;
   readonly counters: QueueClientCounters = { dequeues: 0, emptyDequeues: 0, leases: 0, wakeups: 0, seenReads: 0, seenSkipped: 0 };
-  /** Redis's clock as seen from this process (for acting at a fixed offset from a slot). */
-  readonly clock = new RedisClock();
+  /** Redis's clocks as seen from this process (clock.ts): any shard's, and each shard's (clockOf). */
+  private readonly clocks = new ShardClocks();
+  readonly clock = this.clocks.any;
   /** Per shard tag, the connection its wake list is waited on with (blocking: one each). */
   private readonly blockers = new Map<string, Redis | Cluster>();
   private readonly given: Redis | Cluster | undefined;
@@ -160,6 +160,9 @@ export class FairQueue extends ArenaAdmin {
     return { lease: null, waitMs };
   }
 
+  /** The clock of the shard `tag` (a lease's `shard`): its slots' times map to this process's clock by it. */
+  readonly clockOf = (tag: string): RedisClock => this.clocks.of(tag);
+
   /** One shard's dequeue call, merged with others to the same shard in this turn of the event loop. */
   private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, take = true, spares = false): Promise<TakeStep> {
     return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs, o.sendWindowMs, spares && this.spareLeases > 0]), { token: carried, take });
@@ -212,10 +215,10 @@ export class FairQueue extends ArenaAdmin {
       throw err;
     }
     riders.settle(reply.committed.slice(tokens.length));
-    this.clock.sample(reply.nowMs, sentAt, performance.now());
+    const clock = this.clocks.sample(tag, reply.nowMs, sentAt, performance.now());
     this.counters.dequeues++;
     const served: DequeueResult[] = reply.leases.map(({ capped, ...l }) => {
-      const lease: Lease = { arena, shard: tag, ...l, localServedAt: this.clock.toLocal(l.servedAt) };
+      const lease: Lease = { arena, shard: tag, ...l, localServedAt: clock.toLocal(l.servedAt) };
       if (capped) this.freeing.add(lease);
       return { lease, waitMs: 0 };
     });
@@ -224,7 +227,7 @@ export class FairQueue extends ArenaAdmin {
     this.counters.leases += served.length;
     if (served.length === 0) this.counters.emptyDequeues++;
     const waitMs = reply.waitUs === null ? null : reply.waitUs / 1000;
-    this.waiting.noteReply(tag, waitMs === null ? null : this.clock.toLocal(reply.nowMs) + waitMs, reply.promised, reply.readyCount);
+    this.waiting.noteReply(tag, waitMs === null ? null : clock.toLocal(reply.nowMs) + waitMs, reply.promised, reply.readyCount);
     while (results.length < count) results.push({ lease: null, waitMs });
     if (reqs.length === 0) return results;
     let [k, t] = [0, 0];

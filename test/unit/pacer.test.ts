@@ -29,7 +29,7 @@ function fakeQueue(clock: { t: number }, uncertaintyMs = 0): SlotQueue & { repor
   const reports: Report[] = [];
   return {
     reports,
-    clock: { uncertaintyMs, toRedis: (local: number) => local + 1_000_000, toLocal: (redis: number) => redis - 1_000_000 },
+    clockOf: () => ({ uncertaintyMs, toRedis: (local: number) => local + 1_000_000, toLocal: (redis: number) => redis - 1_000_000 }),
     sent: (lease, sent, margin) => {
       reports.push({ queue: lease.queue, sent, margin, at: clock.t });
       return Promise.resolve('ok');
@@ -96,11 +96,22 @@ describe('send pacer', () => {
     // mapping would be 20 ms before the slot.
     const clock = fakeClock(0);
     const q = fakeQueue(clock, 0.4);
-    const shifted = { ...q, clock: { ...q.clock, toLocal: (redis: number) => redis - 1_000_000 + 20 } };
+    const shifted = { ...q, clockOf: () => ({ ...q.clockOf('a'), toLocal: (redis: number) => redis - 1_000_000 + 20 }) };
     const { pacer: p } = pacer(clock, shifted);
     const send = await p.hold(lease(100, 500));
     assert.equal(send?.plannedAt, 120.4);
     assert.equal(clock.t, 120.4);
+  });
+
+  it("maps a lease's slot by its own shard's clock (a Cluster's masters may keep different time)", async () => {
+    const clock = fakeClock(0);
+    const q = fakeQueue(clock);
+    // Shard b's master runs 30 ms ahead of shard a's: the same Redis time is 30 ms sooner here.
+    const twoMasters: SlotQueue = { ...q, clockOf: (shard) => (shard === 'b' ? { ...q.clockOf('a'), toLocal: (redis: number) => redis - 1_000_030 } : q.clockOf('a')) };
+    const { pacer: p } = pacer(clock, twoMasters);
+    const ofB = { ...lease(200, 500), shard: 'b' };
+    assert.equal((await p.hold(ofB))?.plannedAt, 170);
+    assert.equal((await p.hold(lease(200, 500)))?.plannedAt, 200);
   });
 
   it('waits again when the estimate moves the slot later while it waits (a bounded number of times)', async () => {
@@ -108,7 +119,7 @@ describe('send pacer', () => {
     const q = fakeQueue(clock);
     // Each wake sees the slot 7 ms later than before (new samples while asleep).
     let shift = 0;
-    const moving: SlotQueue = { ...q, clock: { ...q.clock, toLocal: (redis: number) => redis - 1_000_000 + shift } };
+    const moving: SlotQueue = { ...q, clockOf: () => ({ ...q.clockOf('a'), toLocal: (redis: number) => redis - 1_000_000 + shift }) };
     const sleeps: number[] = [];
     const c = { ...clock, sleepUntil: (at: number) => (sleeps.push(at), (clock.t = Math.max(clock.t, at)), (shift += 7), Promise.resolve()) };
     const p = new SendPacer(moving, WINDOW, () => undefined, c);
