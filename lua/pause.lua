@@ -35,6 +35,7 @@ elseif mfloor(st.p / 1000) == expected then
   st.p = wanted
   moved = 1
 end
+slot_moved_earlier(st)
 qdirty(qid, st)
 finish(activate(qid, now))
 if expected == nil then return fmt(mfloor(st.p / 1000)) end

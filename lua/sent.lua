@@ -39,5 +39,6 @@ else
   st.nx = mfloor(st.ss + st.iv) + 1
 end
 st.ss = 0
+slot_moved_earlier(st)
 qdirty(qid, st)
 return finish(activate(qid, now), 1)

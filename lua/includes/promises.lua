@@ -17,6 +17,13 @@
 -- and how long after its slot a claim lapses (a claimant that died).
 local CLAIM_SCAN = 16
 local CLAIM_GRACE_US = 20000
+-- A promise is for a slot as it stood: when a queue's slot moves earlier (a
+-- pause ended early, a send reported), whoever comes first may have it, and
+-- the caller woken for it is not turned away until the old slot's time.
+local function slot_moved_earlier(st)
+  if st.cl > 0 and due_at(st) + CLAIM_GRACE_US < st.cl then st.cl = 0 end
+end
+
 -- Bounds on when a retry comes due or a lease expires (meta.lua), each with
 -- the count that says whether there is any: made once, not per call.
 local WAIT_BOUNDS = { 'delayat', 'delayed', 'reapat', 'leased' }

@@ -119,6 +119,30 @@ describe('send window', () => {
     }
   });
 
+  it('a slot moved earlier (a pause ended early, a send reported) is anyone\'s, not kept for the caller promised it at the old time', async () => {
+    const arena = freshArena('sw');
+    const setup = fx.queue();
+    await setup.setLimits(arena, { a: { rate: 10 } });
+    await setup.enqueue(arena, 'a', ['one', 'two', 'three']);
+    const end = await setup.pause(arena, 'a', 3000);
+    // A caller finds nothing and is promised the slot at the pause's end.
+    const promised = await fx.queue().dequeue(arena);
+    assert.equal(promised.lease, null);
+    assert.ok(promised.waitMs !== null && promised.waitMs > 2000, `promised the slot ${promised.waitMs} ms away`);
+    assert.equal((await setup.repause(arena, 'a', end, 0)).moved, true);
+    const other = await fx.queue().dequeue(arena);
+    assert.ok(other.lease, `served at once, not told to wait ${other.waitMs} ms for the old promise`);
+    // And a send reported early: the same for the slot it frees.
+    const window = fx.queue();
+    const sentLease = (await take(window, arena, 10_000));
+    const waiting = await fx.queue().dequeue(arena, { sendWindowMs: 10_000 });
+    assert.equal(waiting.lease, null);
+    assert.ok(waiting.waitMs !== null && waiting.waitMs > 5000, `promised the slot after the window, ${waiting.waitMs} ms away`);
+    await window.sent(sentLease, true);
+    await sleep(150);
+    assert.ok((await fx.queue().dequeue(arena, { sendWindowMs: 10_000 })).lease, 'the slot after the report served to whoever asks');
+  });
+
   it('a queue name holding a NUL byte is refused (a record keeps its pending send after one)', async () => {
     const q = fx.queue();
     await assert.rejects(q.setLimits(freshArena('sw'), { 'a\0b': { rate: 1 } }), { code: 'WEIR_BAD_ARGS' });
