@@ -9,11 +9,18 @@
   whichever worker sends next. A request never sent frees the next slot at
   the time its rate alone gives.
 
+  A caller whose request has not gone yet but will (its connection still
+  being made) says so ('w') before its window ends: the hold then lasts a
+  window from now instead, so a live caller is never cut off while a dead
+  one holds its queue up for one window at most.
+
   KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  queue name
   ARGV[2]  the lease's servedAt, µs (its reply's servedAtUs)
-  ARGV[3]  '1' sent, '0' not sent
-  ARGV[4]  margin, µs (0..MAX_AHEAD_MS*1000), added after a send
+  ARGV[3]  '1' sent, '0' not sent, 'w' not yet (still to be sent)
+  ARGV[4]  µs: after a send, the margin added to the interval
+           (0..MAX_AHEAD_MS*1000); with 'w', the window from now
+           (1..MAX_LEASE_MS*1000)
 
   Returns 1, or 0 when the queue was not waiting for this lease's report
   (its window had lapsed and the queue was served since, or a report came
@@ -25,16 +32,23 @@
 argc(4, 'queue servedAtUs sent marginUs')
 local name = str_arg(1, 'queue name', MAX_NAME_BYTES, false)
 local served = int_arg(2, 'servedAtUs', 0, NEVER)
-local was_sent = ARGV[3] == '1'
-local margin = int_arg(4, 'marginUs', 0, MAX_AHEAD_MS * 1000)
+local what = ARGV[3]
+if what ~= '1' and what ~= '0' and what ~= 'w' then raise('WEIR_BAD_ARGS', "sent must be '1', '0' or 'w', got " .. tostring(what)) end
+local us = what == 'w' and int_arg(4, 'windowUs', 1, MAX_LEASE_MS * 1000) or int_arg(4, 'marginUs', 0, MAX_AHEAD_MS * 1000)
 local qid = qid_of(name)
 if not qid then return 0 end
 local st = qstate(qid)
 -- (servedAt comes back from the client through a double of ms: within a µs or two.)
 if st.ss == 0 or mmax(st.ss - served, served - st.ss) > 2 then return 0 end
 local now = now_us()
-if was_sent then
-  st.nx = mfloor(now + st.iv + margin) + 1
+if what == 'w' then
+  -- Still pending: held a window from now (never less than it was).
+  st.nx = mmax(st.nx, mfloor(now + us + st.iv) + 1)
+  qdirty(qid, st)
+  return finish(activate(qid, now), 1)
+end
+if what == '1' then
+  st.nx = mfloor(now + st.iv + us) + 1
 else
   st.nx = mfloor(st.ss + st.iv) + 1
 end

@@ -18,11 +18,16 @@ export const PACING = {
    */
   marginMs: 2,
   /**
-   * A request is not written later than its send window (the lease's
-   * duration) less this, after its slot: the queue holds its next slot
-   * until the report or until one interval after the window, so a request
-   * written after the window could crowd the next one. (At most a quarter
-   * of the window.)
+   * The send window the worker takes its leases with: the queue holds a
+   * domain's next slot until the report, or until one interval after this
+   * much past the slot (a dead worker's hold), renewed while a request's
+   * connection is still being made (stillSending).
+   */
+  sendWindowMs: 3000,
+  /**
+   * A request is not written later than its send window less this (at
+   * most a third of the window), after its slot or the window's last
+   * renewal: past the window the next slot may go to another worker.
    */
   windowSlackMs: 1000,
   /** A write this much past its slot counts as late (lateSends): harmless, the next slot is counted from it. */
@@ -51,6 +56,7 @@ export interface ShardClock {
 export interface SlotQueue {
   clockOf(shard: string): ShardClock;
   sent(lease: Lease, wasSent: boolean, marginMs?: number): Promise<LeaseOutcome>;
+  stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome>;
 }
 
 /**
@@ -112,6 +118,8 @@ export class SlotSend implements SendGate {
 export class SendPacer {
   /** Each lease's send, from hold() until finish(). */
   private readonly sends = new WeakMap<Lease, SlotSend>();
+  /** Per lease, where its send window counts from when renewed (Redis ms; else its servedAt), or -Infinity once lost. */
+  private readonly windowFrom = new WeakMap<Lease, number>();
 
   constructor(
     private readonly queue: SlotQueue,
@@ -126,8 +134,12 @@ export class SendPacer {
    * aborted): the lease goes back, reported unsent. Unlimited domains have
    * no slot: no wait, nothing to report.
    */
-  async hold(lease: Lease, signal?: AbortSignal): Promise<SlotSend | null> {
-    if (lease.intervalMs === 0) return new SlotSend(this, lease, this.clock.now());
+  async hold(lease: Lease, signal?: AbortSignal, ready?: Promise<void>): Promise<SlotSend | null> {
+    if (lease.intervalMs === 0) {
+      await ready;
+      return new SlotSend(this, lease, this.clock.now());
+    }
+    if (ready) await this.renewWhile(lease, ready);
     // The slot's time on this clock is known to within ±u (half the best round
     // trip seen): wait for its latest possible time, so a request is never
     // early. The slot is mapped with the clock's estimate of now, never the
@@ -171,12 +183,39 @@ export class SendPacer {
     send.done();
   }
 
+  /**
+   * Waits for `ready` (the request's connection being made), renewing the
+   * lease's send window every third of it meanwhile, so a slow connect is
+   * not cut off while a dead worker's hold still lapses within a window.
+   */
+  private async renewWhile(lease: Lease, ready: Promise<void>): Promise<void> {
+    let done = false;
+    const settled = ready.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    const every = this.windowMs / 3;
+    for (;;) {
+      await Promise.race([settled, new Promise<void>((r) => setTimeout(r, every).unref())]);
+      if (done) return;
+      const clock = this.queue.clockOf(lease.shard);
+      // (The renewal counts from no later than Redis's time as it is sent.)
+      const from = clock.toRedis(this.clock.now()) - clock.uncertaintyMs;
+      const kept = await this.queue.stillSending(lease, this.windowMs).catch(() => 'stale' as const);
+      this.windowFrom.set(lease, kept === 'ok' ? from : -Infinity);
+      if (kept !== 'ok') {
+        await settled;
+        return;
+      }
+    }
+  }
+
   /** Whether a write at `at` (local ms) would be past the lease's send window (less its slack). */
   pastWindow(lease: Lease, at: number): boolean {
     if (lease.intervalMs === 0) return false;
-    const slack = Math.min(PACING.windowSlackMs, this.windowMs / 4);
+    const slack = Math.min(PACING.windowSlackMs, this.windowMs / 3);
     const clock = this.queue.clockOf(lease.shard);
-    return clock.toRedis(at) + clock.uncertaintyMs > lease.servedAt + this.windowMs - slack;
+    return clock.toRedis(at) + clock.uncertaintyMs > (this.windowFrom.get(lease) ?? lease.servedAt) + this.windowMs - slack;
   }
 
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */

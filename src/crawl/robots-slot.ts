@@ -127,8 +127,7 @@ export async function fetchRobotsInSlot(d: RobotsSlotDeps, lease: Lease, origin:
   let send: SlotSend | null = null;
   try {
     const robotsUrl = `${origin}/robots.txt`;
-    await d.fetcher.prepare(robotsUrl);
-    send = await d.pacer.hold(lease, signal);
+    send = await d.pacer.hold(lease, signal, d.fetcher.prepare(robotsUrl));
     if (send === null) return release();
     const hops = robotsHops(send);
     const got = await d.robots.fetch(origin, lease.queue, failures, signal, hops.gateOf);

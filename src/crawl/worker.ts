@@ -89,8 +89,7 @@ export class CrawlWorker {
     const scope = new Scope(seed);
     this.pauses = new PauseNotes(redis, this.keys);
     const cache = new RobotsCache(redis, this.keys);
-    // A request's send window is its lease: no request goes after its lease would have run out.
-    this.pacer = new SendPacer(this.queue, this.queue.leaseMs, (domain, name) => this.tally.add(domain, name));
+    this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name));
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, options.onPage);
@@ -99,6 +98,11 @@ export class CrawlWorker {
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
     options.signal?.addEventListener('abort', () => this.halt('stopped'), { once: true });
+  }
+
+  /** The send window leases are taken with (within a lease: no request goes after its lease would have run out). */
+  private get sendWindowMs(): number {
+    return Math.min(PACING.sendWindowMs, this.queue.leaseMs);
   }
 
   private get log(): Logger | undefined {
@@ -170,7 +174,7 @@ export class CrawlWorker {
     let failures = 0;
     let done: Decided | null = null;
     let settling: Promise<null> = Promise.resolve(null);
-    const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs, sendWindowMs: this.queue.leaseMs };
+    const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs, sendWindowMs: this.sendWindowMs };
     while (!this.stop.signal.aborted) {
       let lease: Lease | null;
       const carried = done;
@@ -267,8 +271,7 @@ export class CrawlWorker {
    * too late for its slot, or a fetch error to retry.
    */
   private async inSlot(lease: Lease, url: string, opts: Omit<FetchOptions, 'signal' | 'gate'>): Promise<FetchResult | Outcome> {
-    await this.fetcher.prepare(url);
-    const send = await this.pacer.hold(lease, this.fetchAbort.signal);
+    const send = await this.pacer.hold(lease, this.fetchAbort.signal, this.fetcher.prepare(url));
     if (send === null) return release();
     try {
       const res = await this.fetcher.fetch(url, { ...opts, signal: this.fetchAbort.signal, gate: send });

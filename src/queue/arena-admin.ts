@@ -208,7 +208,21 @@ export class ArenaAdmin {
   async sent(lease: Lease, wasSent: boolean, marginMs = 0): Promise<LeaseOutcome> {
     if (lease.intervalMs === 0) return 'ok';
     const margin = checkInt('marginUs', Math.round(marginMs * 1000), 0, LIMITS.maxAheadMs * 1000);
-    return decodeOutcome(await this.run('sent', lease.shard, [lease.queue, Math.round(lease.servedAt * 1000), wasSent ? '1' : '0', margin]));
+    return this.report(lease, wasSent ? '1' : '0', margin);
+  }
+
+  /**
+   * The lease's request has not gone yet but will (its connection is still
+   * being made): the queue holds its next slot `windowMs` from now, so the
+   * request may still go within that. 'stale' as for sent().
+   */
+  async stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome> {
+    if (lease.intervalMs === 0) return 'ok';
+    return this.report(lease, 'w', checkInt('windowMs', windowMs, 1, LIMITS.maxLeaseMs) * 1000);
+  }
+
+  private async report(lease: Lease, what: '1' | '0' | 'w', us: number): Promise<LeaseOutcome> {
+    return decodeOutcome(await this.run('sent', lease.shard, [lease.queue, Math.round(lease.servedAt * 1000), what, us]));
   }
 
   /** A page of the dead letter, oldest first (with several shards: shard by shard, oldest first in each). */

@@ -73,6 +73,21 @@ describe('send window', () => {
     assert.ok(second.servedAt >= first.servedAt + 100 + 300, `${(second.servedAt - first.servedAt).toFixed(3)} ms after the first`);
   });
 
+  it('a send still to come (its connection being made) renews the hold a window from then', async () => {
+    const q = fx.queue();
+    const arena = freshArena('sw');
+    await q.setLimits(arena, { a: { rate: 10 } });
+    await q.enqueue(arena, 'a', ['one', 'two']);
+    const first = (await q.dequeue(arena, { sendWindowMs: 300 })).lease;
+    assert.ok(first);
+    await sleep(200);
+    const renewedAt = await redisNow();
+    assert.equal(await q.stillSending(first, 300), 'ok');
+    const second = await take(q, arena, 300);
+    assert.ok(second.servedAt >= renewedAt + 300 + 100, `${(second.servedAt - renewedAt).toFixed(3)} ms after the renewal`);
+    assert.equal(await q.stillSending(first, 300), 'stale', 'the lapsed hold is not the queue\'s pending send any more');
+  });
+
   it('without a window nothing waits for a report (the queue API as before)', async () => {
     const q = fx.queue();
     const arena = freshArena('sw');

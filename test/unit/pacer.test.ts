@@ -24,15 +24,21 @@ interface Report {
   at: number;
 }
 
-/** Local ms 0 = Redis ms 1,000,000; the send reports made are recorded. */
-function fakeQueue(clock: { t: number }, uncertaintyMs = 0): SlotQueue & { reports: Report[] } {
+/** Local ms 0 = Redis ms 1,000,000; the send reports and window renewals made are recorded. */
+function fakeQueue(clock: { t: number }, uncertaintyMs = 0, renewalAnswer: 'ok' | 'stale' = 'ok'): SlotQueue & { reports: Report[]; renewals: { queue: string; at: number }[] } {
   const reports: Report[] = [];
+  const renewals: { queue: string; at: number }[] = [];
   return {
     reports,
+    renewals,
     clockOf: () => ({ uncertaintyMs, toRedis: (local: number) => local + 1_000_000, toLocal: (redis: number) => redis - 1_000_000 }),
     sent: (lease, sent, margin) => {
       reports.push({ queue: lease.queue, sent, margin, at: clock.t });
       return Promise.resolve('ok');
+    },
+    stillSending: (lease) => {
+      renewals.push({ queue: lease.queue, at: clock.t });
+      return Promise.resolve(renewalAnswer);
     },
   };
 }
@@ -205,6 +211,32 @@ describe('send pacer', () => {
         ['used', true],
       ],
     );
+  });
+
+  it('a connection still being made renews the send window meanwhile: a slow connect is sent, not cut off', async () => {
+    for (const answer of ['ok', 'stale'] as const) {
+      const clock = fakeClock(0);
+      const q = fakeQueue(clock, 0, answer);
+      const counts: string[] = [];
+      // A 300 ms window (cut off 100 ms before its end); the connection takes some 250 ms.
+      const p = new SendPacer(q, 300, (_d, n) => counts.push(n), clock);
+      const ticking = setInterval(() => (clock.t += 10), 10);
+      const connect = new Promise<void>((r) => setTimeout(r, 250));
+      const send = await p.hold(lease(100, 500), undefined, connect);
+      clearInterval(ticking);
+      assert.ok(q.renewals.length >= 1, `renewed ${q.renewals.length} times`);
+      if (answer === 'ok') {
+        clock.t = Math.max(clock.t, 310);
+        assert.ok(send);
+        assert.ok(clock.t > 100 + 300 - 100, 'past the first window (less its slack)');
+        assert.equal(send.mayGo(clock.t), true, 'within the renewed one');
+        assert.deepEqual(counts, []);
+      } else {
+        // The queue no longer held the slot for it: not sent.
+        assert.equal(send, null);
+        assert.deepEqual(counts, ['lateSlots']);
+      }
+    }
   });
 
   it('an aborted hold reports the slot unsent', async () => {
