@@ -11,7 +11,8 @@
   costs only its own slot, never the pace of the slots after it.
 
   Send window. A caller that also reports each request as it goes out
-  (sent.lua) passes a window: a rate-limited queue served to it is held
+  (sent.lua) passes a window: a rate-limited queue served to it (one whose
+  interval is over MIN_REPORTED_INTERVAL_MS) is held
   (its next slot `window` later than its rate alone would say) until the
   report comes, which counts the next slot from the report: from the
   request's actual send, whatever delayed it. The serve is the queue's
@@ -167,7 +168,7 @@ local function serve(out, now, now_s, horizon, base, count, spare, lease_ms, pro
         lease_expiry(slot, expires, expires_s)
         advance(st, served)
         -- A send the caller will report: the next slot waits for it (see "Send window").
-        if window > 0 and st.iv > 0 then
+        if window > 0 and st.iv > MIN_REPORTED_INTERVAL_MS * 1000 then
           st.ss = served
           st.nx = st.nx + window
         end

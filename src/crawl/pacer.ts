@@ -1,4 +1,4 @@
-import { sleepUntil, type Lease, type LeaseOutcome } from '../queue/index.js';
+import { LIMITS, sleepUntil, type Lease, type LeaseOutcome } from '../queue/index.js';
 import type { SendGate } from './fetch.js';
 import type { TallyName } from './tally.js';
 
@@ -10,13 +10,16 @@ export const PACING = {
    */
   aheadMs: 20,
   /**
-   * Added to the interval after each reported send (lua/sent.lua): what a
-   * site's own stamping may lag behind a request's arrival (a server busy
-   * for a moment when the previous request came stamps it late, and the gap
-   * after it looks short by as much). The send itself needs none: the next
-   * slot is counted from the report, which follows the write.
+   * Added to the interval after each reported send (lua/sent.lua), up to
+   * a tenth of the interval (marginFor): what a strict server's own clock
+   * may take off a gap. nginx's limit_req reads CLOCK_MONOTONIC_COARSE,
+   * which moves in kernel ticks (4 ms at HZ=250, Debian's default: measured
+   * here), so it may see a 504 ms gap as 500; and a request's trip to the
+   * site may take a little longer than the one before it. The send itself
+   * needs none: the next slot is counted from the report, which follows
+   * the write.
    */
-  marginMs: 2,
+  marginMs: 5,
   /**
    * The send window the worker takes its leases with: the queue holds a
    * domain's next slot until the report, or until one interval after this
@@ -33,6 +36,12 @@ export const PACING = {
   /** A write this much past its slot counts as late (lateSends): harmless, the next slot is counted from it. */
   lateWriteMs: 5,
 } as const;
+
+/** The margin after a send of this lease's queue: PACING.marginMs, or a tenth of a shorter interval's tenfold. */
+export const marginFor = (lease: Lease): number => Math.min(PACING.marginMs, lease.intervalMs / 10);
+
+/** Whether the queue holds this lease's next slot for its report (a rate, and an interval over LIMITS.minReportedIntervalMs). */
+const reported = (lease: Lease): boolean => lease.intervalMs > LIMITS.minReportedIntervalMs;
 
 /** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
 const MAX_CLOCK_LOOKS = 3;
@@ -139,7 +148,8 @@ export class SendPacer {
       await ready;
       return new SlotSend(this, lease, this.clock.now());
     }
-    if (ready) await this.renewWhile(lease, ready);
+    if (ready && reported(lease)) await this.renewWhile(lease, ready);
+    else await ready;
     // The slot's time on this clock is known to within ±u (half the best round
     // trip seen): wait for its latest possible time, so a request is never
     // early. The slot is mapped with the clock's estimate of now, never the
@@ -212,7 +222,7 @@ export class SendPacer {
 
   /** Whether a write at `at` (local ms) would be past the lease's send window (less its slack). */
   pastWindow(lease: Lease, at: number): boolean {
-    if (lease.intervalMs === 0) return false;
+    if (!reported(lease)) return false;
     const slack = Math.min(PACING.windowSlackMs, this.windowMs / 3);
     const clock = this.queue.clockOf(lease.shard);
     return clock.toRedis(at) + clock.uncertaintyMs > (this.windowFrom.get(lease) ?? lease.servedAt) + this.windowMs - slack;
@@ -220,7 +230,7 @@ export class SendPacer {
 
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */
   report(lease: Lease, wasSent: boolean): void {
-    if (lease.intervalMs === 0) return;
-    void this.queue.sent(lease, wasSent, PACING.marginMs).catch(() => undefined);
+    if (!reported(lease)) return;
+    void this.queue.sent(lease, wasSent, marginFor(lease)).catch(() => undefined);
   }
 }

@@ -203,10 +203,12 @@ export class ArenaAdmin {
    * the write as can be: the queue's next slot is counted from this call's
    * arrival, plus `marginMs`), false when it never will be. Leases of
    * queues without a rate need no report. 'stale' when the queue was not
-   * waiting for it (reported already, or its window lapsed).
+   * waiting for it (reported already, or its window lapsed). Queues
+   * without a rate, or faster than LIMITS.minReportedIntervalMs, are not
+   * held and need no report.
    */
   async sent(lease: Lease, wasSent: boolean, marginMs = 0): Promise<LeaseOutcome> {
-    if (lease.intervalMs === 0) return 'ok';
+    if (lease.intervalMs <= LIMITS.minReportedIntervalMs) return 'ok';
     const margin = checkInt('marginUs', Math.round(marginMs * 1000), 0, LIMITS.maxAheadMs * 1000);
     return this.report(lease, wasSent ? '1' : '0', margin);
   }
@@ -217,7 +219,7 @@ export class ArenaAdmin {
    * request may still go within that. 'stale' as for sent().
    */
   async stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome> {
-    if (lease.intervalMs === 0) return 'ok';
+    if (lease.intervalMs <= LIMITS.minReportedIntervalMs) return 'ok';
     return this.report(lease, 'w', checkInt('windowMs', windowMs, 1, LIMITS.maxLeaseMs) * 1000);
   }
 

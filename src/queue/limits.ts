@@ -22,6 +22,13 @@ export const LIMITS = {
   maxLeaseMs: 86_400_000,
   /** How far before its slot a lease may be served to a caller that holds it to the slot. */
   maxAheadMs: 1000,
+  /**
+   * A send window holds the next slot of queues with a longer interval than
+   * this, ms (lua/sent.lua); faster queues are not held (a report's round
+   * trip would cost them more than their whole interval, the most a gap
+   * can be short by without it).
+   */
+  minReportedIntervalMs: 3,
   /** FairQueueOptions.lingerMs: a call waits at most this long for others to share its script call. */
   maxLingerMs: 100,
   /** FairQueueOptions.spareLeases: leases a take may ask for beyond its own. */

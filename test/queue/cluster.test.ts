@@ -41,7 +41,7 @@ describe('Redis Cluster', () => {
     const arenas = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot'];
     for (const arena of arenas) {
       slots.add(Number(await client.cluster('KEYSLOT', `weir:{${arena}}:meta`)));
-      await q.setLimits(arena, { s1: { rate: 1000, maxInFlight: 2 }, s2: { rate: 'unlimited' } }, { maxAttempts: 2 });
+      await q.setLimits(arena, { s1: { rate: 200, maxInFlight: 2 }, s2: { rate: 'unlimited' } }, { maxAttempts: 2 });
       await q.configureDedupe(arena, { bits: 4096, hashes: 3 });
       assert.equal(await q.enqueue(arena, 's1', ['a', 'b', 'a'], { dedupe: [[1, 2, 3], [4, 5, 6], [1, 2, 3]] }), 2);
       assert.equal(await q.enqueue(arena, 's2', ['c', 'd', 'e']), 3);

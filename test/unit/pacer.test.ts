@@ -1,7 +1,7 @@
 /** The send pacer on a fake clock: held to the slot, one report per lease, the send window. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PACING, SendPacer, type LocalClock, type SlotQueue } from '../../src/crawl/pacer.js';
+import { marginFor, PACING, SendPacer, type LocalClock, type SlotQueue } from '../../src/crawl/pacer.js';
 import type { Lease } from '../../src/queue/index.js';
 
 /** A clock that jumps to each deadline (plus `lag` ms, an event loop running late) instead of sleeping. */
@@ -144,6 +144,27 @@ describe('send pacer', () => {
     send.wrote(51);
     send.done();
     assert.deepEqual(q.reports, []);
+  });
+
+  it('intervals of 3 ms and less (over 333/s) are held to their slot but not reported: the queue does not hold their next slot', async () => {
+    const clock = fakeClock(0, 50); // wakes 50 ms late
+    const q = fakeQueue(clock);
+    const { pacer: p, counts } = pacer(clock, q);
+    const send = await p.hold(lease(100, 2));
+    assert.equal(send?.plannedAt, 100);
+    assert.equal(send.mayGo(clock.t + 60_000), true, 'no window to miss');
+    send.wrote(clock.t);
+    p.finish(lease(100, 2));
+    assert.deepEqual(q.reports, []);
+    assert.deepEqual(counts, ['lateSends']);
+    const early = fakeClock(0);
+    assert.equal((await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)))?.plannedAt, 100, 'never before its slot');
+  });
+
+  it('the margin after a send is 5 ms, or a tenth of a shorter interval', () => {
+    assert.equal(marginFor(lease(0, 500)), 5);
+    assert.equal(marginFor(lease(0, 50)), 5);
+    assert.equal(marginFor(lease(0, 10)), 1);
   });
 
   it('a request never written is reported not sent, once; one whose write began but was never seen to end counts as sent', async () => {
