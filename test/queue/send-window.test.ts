@@ -29,57 +29,48 @@ async function take(q: FairQueue, arena: string, windowMs: number): Promise<Leas
   throw new Error('no lease in 1,000 calls');
 }
 
+/** A fresh arena with queue `a` at `rate` holding `items`, and its first lease taken with a send window of `windowMs`. */
+async function firstLease(rate: number, items: string[], windowMs: number): Promise<{ q: FairQueue; arena: string; first: Lease }> {
+  const q = fx.queue();
+  const arena = freshArena('sw');
+  await q.setLimits(arena, { a: { rate } });
+  await q.enqueue(arena, 'a', items);
+  const first = (await q.dequeue(arena, { sendWindowMs: windowMs })).lease;
+  assert.ok(first);
+  return { q, arena, first };
+}
+
 describe('send window', () => {
   it("holds a rate-limited queue's next slot until the send is reported, then counts it from the report", async () => {
-    const q = fx.queue();
-    const arena = freshArena('sw');
-    await q.setLimits(arena, { a: { rate: 10 } });
-    await q.enqueue(arena, 'a', ['one', 'two', 'three']);
-    const first = await q.dequeue(arena, { sendWindowMs: 10_000 });
-    assert.ok(first.lease);
+    const { q, arena, first } = await firstLease(10, ['one', 'two', 'three'], 10_000);
     // Long past the rate's own 100 ms: still held, the send unreported.
     await sleep(300);
     const held = await q.dequeue(arena, { sendWindowMs: 10_000 });
     assert.equal(held.lease, null, 'no slot while the send before it is unreported');
     assert.ok(held.waitMs !== null && held.waitMs > 5000, `held to the window's end, wait ${held.waitMs} ms`);
     const before = await redisNow();
-    assert.equal(await q.sent(first.lease, true, 3), 'ok');
-    assert.equal(await q.sent(first.lease, true, 3), 'stale', 'one report per serve');
+    assert.equal(await q.sent(first, true, 3), 'ok');
+    assert.equal(await q.sent(first, true, 3), 'stale', 'one report per serve');
     const second = await take(q, arena, 10_000);
     assert.ok(second.servedAt >= before + 100 + 3, `served ${(second.servedAt - before).toFixed(3)} ms after the report was sent: at least the interval plus the margin`);
     assert.ok(second.servedAt - before < 2000, 'and soon after');
   });
 
   it('a request reported never sent frees the next slot at the time its rate alone gives', async () => {
-    const q = fx.queue();
-    const arena = freshArena('sw');
-    await q.setLimits(arena, { a: { rate: 2 } });
-    await q.enqueue(arena, 'a', ['one', 'two']);
-    const first = (await q.dequeue(arena, { sendWindowMs: 10_000 })).lease;
-    assert.ok(first);
+    const { q, arena, first } = await firstLease(2, ['one', 'two'], 10_000);
     assert.equal(await q.sent(first, false), 'ok');
     const second = await take(q, arena, 10_000);
     assert.ok(Math.abs(second.servedAt - (first.servedAt + 500)) < 1, `the rate's slot: ${(second.servedAt - first.servedAt).toFixed(3)} ms after the first`);
   });
 
   it('an unreported send (a dead worker) holds the next slot until one interval after its window', async () => {
-    const q = fx.queue();
-    const arena = freshArena('sw');
-    await q.setLimits(arena, { a: { rate: 10 } });
-    await q.enqueue(arena, 'a', ['one', 'two']);
-    const first = (await q.dequeue(arena, { sendWindowMs: 300 })).lease;
-    assert.ok(first);
+    const { q, arena, first } = await firstLease(10, ['one', 'two'], 300);
     const second = await take(q, arena, 300);
     assert.ok(second.servedAt >= first.servedAt + 100 + 300, `${(second.servedAt - first.servedAt).toFixed(3)} ms after the first`);
   });
 
   it('a send still to come (its connection being made) renews the hold a window from then', async () => {
-    const q = fx.queue();
-    const arena = freshArena('sw');
-    await q.setLimits(arena, { a: { rate: 10 } });
-    await q.enqueue(arena, 'a', ['one', 'two']);
-    const first = (await q.dequeue(arena, { sendWindowMs: 300 })).lease;
-    assert.ok(first);
+    const { q, arena, first } = await firstLease(10, ['one', 'two'], 300);
     await sleep(200);
     const renewedAt = await redisNow();
     assert.equal(await q.stillSending(first, 300), 'ok');
