@@ -57,13 +57,12 @@ const ACCEPT = 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5';
 /**
  * The pacer's say over one request as undici writes it (diagnostics
  * channels, published synchronously around the socket write).
- * `mayGo` is asked just before the headers are written: a request that
- * would leave too late for its rate slot is not sent at all (its socket is
- * destroyed before anything is written) and its fetch fails with WEIR_LATE.
- * The last moment a decision can be made is the write itself. `wrote` is
- * told just after the write (undici:request:bodySent: weir's requests have
- * no body): a process stalled between the two (preempted on a loaded
- * machine) sent later than `mayGo` judged.
+ * `mayGo` is asked just before the headers are written: a request past
+ * its send window is not sent at all (its socket is destroyed before
+ * anything is written) and its fetch fails with WEIR_LATE. `wrote` is told
+ * just after the write (undici:request:bodySent: weir's requests have no
+ * body), so what it reports (pacer.ts) follows the write whatever stalled
+ * the process between the two.
  */
 export interface SendGate {
   mayGo(at: number): boolean;

@@ -37,7 +37,7 @@ export const PACING = {
   lateWriteMs: 5,
 } as const;
 
-/** The margin after a send of this lease's queue: PACING.marginMs, or a tenth of a shorter interval's tenfold. */
+/** The margin after a send of this lease's queue: PACING.marginMs, or a tenth of the interval when that is less (over 20/s). */
 export const marginFor = (lease: Lease): number => Math.min(PACING.marginMs, lease.intervalMs / 10);
 
 /** Whether the queue holds this lease's next slot for its report (a rate, and an interval over LIMITS.minReportedIntervalMs). */
