@@ -161,8 +161,8 @@ describe('send pacer', () => {
     assert.equal((await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)))?.plannedAt, 100, 'never before its slot');
   });
 
-  it('the margin after a send is 5 ms, or a tenth of a shorter interval', () => {
-    assert.equal(marginFor(lease(0, 500)), 5);
+  it('the margin after a send is 10 ms, or a tenth of a shorter interval', () => {
+    assert.equal(marginFor(lease(0, 500)), 10);
     assert.equal(marginFor(lease(0, 50)), 5);
     assert.equal(marginFor(lease(0, 10)), 1);
   });
