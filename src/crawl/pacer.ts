@@ -79,8 +79,6 @@ export interface SlotQueue {
 export class SlotSend implements SendGate {
   private reported = false;
   private attempted = false;
-  /** When the request was written (local ms), or null. */
-  writtenAt: number | null = null;
 
   constructor(
     private readonly pacer: SendPacer,
@@ -99,7 +97,6 @@ export class SlotSend implements SendGate {
   }
 
   wrote(at: number): void {
-    this.writtenAt = at;
     if (at - this.plannedAt > PACING.lateWriteMs) this.pacer.count(this.lease.queue, 'lateSends');
     this.report(true);
   }

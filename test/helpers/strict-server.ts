@@ -21,7 +21,6 @@ import { freePort } from './redis.js';
 /** Where Debian's nginx package puts the binary. */
 const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
 
-export const nginxAvailable = (): boolean => NGINX !== undefined;
 /** util-linux's chrt, to give the judge real-time priority. */
 const CHRT = ['/usr/bin/chrt', '/bin/chrt'].find((p) => existsSync(p));
 
