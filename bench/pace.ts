@@ -121,7 +121,7 @@ export async function paceBenchmarks(out: Out, dir: string): Promise<void> {
   // Pacing efficiency.
   const wide = (): SiteSpec[] => Array.from({ length: 50 }, (_, i) => ({ pages: 60, latencyMs: latency(i) }));
   const runs: { name: string; specs: SiteSpec[]; rate: number; s: Scenario; target: string }[] = [
-    { name: '50 sites at 2/s', specs: wide(), rate: 2, s: { workers: 2, concurrency: 48 }, target: '≥ 0.97' },
+    { name: '50 sites at 2/s', specs: wide(), rate: 2, s: { workers: 2, concurrency: 48 }, target: '≥ 0.93 (ceiling 500/525 = 0.952: the 25 ms send margin)' },
     {
       name: '6 sites at 5/s, 429/503 traps on the busiest',
       specs: [

@@ -11,16 +11,17 @@ export const PACING = {
   aheadMs: 20,
   /**
    * Added to the interval after each reported send (lua/sent.lua), up to
-   * a tenth of the interval (marginFor): what a strict server's own clock
-   * may take off a gap. nginx's limit_req reads CLOCK_MONOTONIC_COARSE,
-   * which moves in kernel ticks (4 ms at HZ=250, Debian's default: measured
-   * here), so it may see a 504 ms gap as 500; and a request's trip to the
-   * site may take longer than the one before it (on a loaded machine the
-   * kernel's own delivery lags: with 5 ms, a full test run's strict nginx
-   * saw a 505 ms gap as 497 once). The send itself needs none: the next
-   * slot is counted from the report, which follows the write.
+   * a tenth of the interval (marginFor), unless the seed sets its own
+   * (sendMarginMs): what may take a gap away between the writes and the
+   * site's judgement of them. A strict server's clock: nginx's limit_req
+   * reads CLOCK_MONOTONIC_COARSE, which moves in kernel ticks (4 ms at
+   * HZ=250, Debian's default), so it may see a 504 ms gap as 500. And
+   * delivery: a request may reach the site, or be read by it, later than
+   * the one before it did (docs/politeness.md has the measured spread). The
+   * send itself needs none: the next slot is counted from the report,
+   * which follows the write.
    */
-  marginMs: 10,
+  marginMs: 25,
   /**
    * The send window the worker takes its leases with: the queue holds a
    * domain's next slot until the report, or until one interval after this
@@ -38,8 +39,8 @@ export const PACING = {
   lateWriteMs: 5,
 } as const;
 
-/** The margin after a send of this lease's queue: PACING.marginMs, or a tenth of the interval when that is less (over 10/s). */
-export const marginFor = (lease: Lease): number => Math.min(PACING.marginMs, lease.intervalMs / 10);
+/** The margin after a send of this lease's queue: the seed's (`setMs`, sendMarginMs) if it sets one, else PACING.marginMs, or a tenth of the interval when that is less (over 4/s). */
+export const marginFor = (lease: Lease, setMs: number | null = null): number => setMs ?? Math.min(PACING.marginMs, lease.intervalMs / 10);
 
 /** Whether the queue holds this lease's next slot for its report (a rate, and an interval over LIMITS.minReportedIntervalMs). */
 const reported = (lease: Lease): boolean => lease.intervalMs > LIMITS.minReportedIntervalMs;
@@ -96,6 +97,11 @@ export class SlotSend implements SendGate {
     return true;
   }
 
+  /** The margin this send's next slot gets after its write (SendPacer.margin). */
+  get marginMs(): number {
+    return this.pacer.margin(this.lease);
+  }
+
   wrote(at: number): void {
     if (at - this.plannedAt > PACING.lateWriteMs) this.pacer.count(this.lease.queue, 'lateSends');
     this.report(true);
@@ -133,7 +139,14 @@ export class SendPacer {
     private readonly windowMs: number,
     readonly count: (domain: string, name: TallyName) => void,
     private readonly clock: LocalClock = realClock,
+    /** The seed's sendMarginMs (null: marginFor's default). */
+    private readonly marginMs: number | null = null,
   ) {}
+
+  /** The margin after a write of this lease's queue (marginFor). */
+  margin(lease: Lease): number {
+    return marginFor(lease, this.marginMs);
+  }
 
   /**
    * Waits for the lease's slot; resolves its send (gate and report), or
@@ -229,6 +242,6 @@ export class SendPacer {
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */
   report(lease: Lease, wasSent: boolean): void {
     if (!reported(lease)) return;
-    void this.queue.sent(lease, wasSent, marginFor(lease)).catch(() => undefined);
+    void this.queue.sent(lease, wasSent, this.margin(lease)).catch(() => undefined);
   }
 }

@@ -3,7 +3,7 @@ import { isWeirError } from '../errors.js';
 import type { Fetcher, SendGate } from './fetch.js';
 import type { LinkFollower } from './follow.js';
 import { release, type Outcome } from './outcome.js';
-import { marginFor, type SendPacer, type SlotSend } from './pacer.js';
+import type { SendPacer, SlotSend } from './pacer.js';
 import type { PauseNotes } from './pause-notes.js';
 import { ROBOTS } from './robots-cache.js';
 import type { HopGates, RobotsFetcher } from './robots-fetch.js';
@@ -30,7 +30,7 @@ export function robotsHops(send: SlotSend): { gateOf: HopGates; lastWrite: () =>
   return {
     gateOf: async (hop, signal) => {
       if (hop === 0) return track(send);
-      if (send.lease.intervalMs > 0) await sleepUntil(last + send.lease.intervalMs + marginFor(send.lease), signal);
+      if (send.lease.intervalMs > 0) await sleepUntil(last + send.lease.intervalMs + send.marginMs, signal);
       return track(undefined);
     },
     lastWrite: () => last,
@@ -134,7 +134,7 @@ export async function fetchRobotsInSlot(d: RobotsSlotDeps, lease: Lease, origin:
     const gapMs = Math.max(lease.intervalMs, (got.crawlDelay ?? 0) * 1000);
     // (On Redis's clock the write may have been up to u later than its mapping says.)
     const clock = d.queue.clockOf(lease.shard);
-    const nextSend = clock.toRedis(Math.max(hops.lastWrite(), send.plannedAt)) + clock.uncertaintyMs + gapMs + marginFor(lease) + 1;
+    const nextSend = clock.toRedis(Math.max(hops.lastWrite(), send.plannedAt)) + clock.uncertaintyMs + gapMs + send.marginMs + 1;
     resumeInMs = Math.max(0, Math.ceil(nextSend - clock.toRedis(performance.now())));
     const listed = d.seed.sitemaps !== false && got.sitemaps.length > 0 ? await d.links.sitemaps(got.sitemaps, robotsUrl, 0, robotsUrl) : { enqueued: 0, ignored: 0 };
     return release([['robotsFetches', 1], ['enqueued', listed.enqueued], ['sitemapIgnored', listed.ignored]]);

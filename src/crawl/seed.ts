@@ -54,6 +54,12 @@ export interface Seed {
    * (or whatever the arena already has).
    */
   shards: number | null;
+  /**
+   * Time added to 1/R between two requests' writes to a domain, for the
+   * spread in their delivery and the site's clock (pacer.ts marginFor);
+   * null: 25 ms, or a tenth of the interval when that is less.
+   */
+  sendMarginMs: number | null;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -68,7 +74,7 @@ export class SeedError extends WeirError {
 
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
-  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'shards',
+  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'shards', 'sendMarginMs',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -221,6 +227,7 @@ export function validateSeed(data: unknown): Seed {
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
     sitemaps: sitemapsOf(data.sitemaps, matcher),
     shards,
+    sendMarginMs: nullable(data.sendMarginMs, (v) => int('sendMarginMs', v, 0, LIMITS.maxAheadMs)),
   };
 }
 

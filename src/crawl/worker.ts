@@ -11,7 +11,7 @@ import { LinkFollower } from './follow.js';
 import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
 import { commit, fail, release, type Outcome } from './outcome.js';
 import { watchForEnd } from './end-watch.js';
-import { PACING, SendPacer } from './pacer.js';
+import { PACING, realClock, SendPacer } from './pacer.js';
 import { fetchRobotsInSlot, type RobotsSlotDeps } from './robots-slot.js';
 import { RobotsCache } from './robots-cache.js';
 import { RobotsFetcher } from './robots-fetch.js';
@@ -89,7 +89,7 @@ export class CrawlWorker {
     const scope = new Scope(seed);
     this.pauses = new PauseNotes(redis, this.keys);
     const cache = new RobotsCache(redis, this.keys);
-    this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name));
+    this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name), realClock, seed.sendMarginMs);
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, options.onPage);

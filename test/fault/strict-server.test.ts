@@ -32,8 +32,10 @@ describe('a strict server (nginx limit_req, no burst) refuses nothing', () => {
   it('100 sites at 2/s, 4 workers, one Redis', async (t) => {
     const r = await crawl(t, WEB);
     assert.deepEqual(r.exits, [0, 0, 0, 0]);
-    // (The bench's target is 0.95, kept at 0.958-0.971 with the 10 ms margin; a loaded test run may lose a little more.)
-    assert.ok(r.efficiency >= 0.9, `the busiest site kept ${(r.efficiency * 100).toFixed(1)} % of its rate`);
+    // (With the 25 ms margin a site's pace is at most 500/525 = 0.952; runs keep
+    // 0.91-0.94, and a loaded test run loses a little more. This catches a pace
+    // that collapses, not a few per cent.)
+    assert.ok(r.efficiency >= 0.85, `the busiest site kept ${(r.efficiency * 100).toFixed(1)} % of its rate`);
   });
 
   it('with a CPU hog beside the workers', async (t) => {

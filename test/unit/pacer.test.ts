@@ -161,10 +161,21 @@ describe('send pacer', () => {
     assert.equal((await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)))?.plannedAt, 100, 'never before its slot');
   });
 
-  it('the margin after a send is 10 ms, or a tenth of a shorter interval', () => {
-    assert.equal(marginFor(lease(0, 500)), 10);
-    assert.equal(marginFor(lease(0, 50)), 5);
+  it('the margin after a send is 25 ms, or a tenth of a shorter interval, unless the seed sets one', async () => {
+    assert.equal(marginFor(lease(0, 500)), 25);
+    assert.equal(marginFor(lease(0, 100)), 10);
     assert.equal(marginFor(lease(0, 10)), 1);
+    assert.equal(marginFor(lease(0, 50), 40), 40);
+    assert.equal(marginFor(lease(0, 500), 0), 0);
+    // The seed's margin is the one reported with the write.
+    const clock = fakeClock(0);
+    const q = fakeQueue(clock);
+    const p = new SendPacer(q, WINDOW, () => undefined, clock, 60);
+    const send = await p.hold(lease(5, 50));
+    assert.equal(send?.marginMs, 60);
+    send?.mayGo(clock.t);
+    send?.wrote(clock.t);
+    assert.deepEqual(q.reports.map((r) => r.margin), [60]);
   });
 
   it('a request never written is reported not sent, once; one whose write began but was never seen to end counts as sent', async () => {

@@ -35,6 +35,8 @@ describe('seed files', () => {
     assert.equal(s.userAgent, SEED_DEFAULTS.userAgent);
     assert.equal(s.productToken, 'weir');
     assert.deepEqual(s.bloom, SEED_DEFAULTS.bloom);
+    assert.equal(s.sendMarginMs, null, 'unset: marginFor decides');
+    assert.equal(parseSeedText(seedYaml('sendMarginMs: 40\n')).sendMarginMs, 40);
     const j = parseSeedText(JSON.stringify({ arena: 'j', rateLimits: { 'example.org': 'unlimited' }, start: ['http://example.org'] }));
     assert.equal(j.rateLimits['example.org'], 'unlimited');
   });
@@ -57,6 +59,7 @@ describe('seed files', () => {
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\ninclude: ["("]', 'include[0]', /regular expression/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nbloom: { falsePositiveRate: 2 }', 'bloom.falsePositiveRate', /between 0 and 1/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nallowPrivateNetworks: "yes"', 'allowPrivateNetworks', /true or false/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nsendMarginMs: 1001', 'sendMarginMs', /whole number from 0 to 1000/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nmaxDpeth: 3', 'maxDpeth', /not a known field/],
       ['arena: a\nuserAgent: "/0.1"\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]', 'userAgent', /product token/],
       ['arena: [unclosed', '', /not valid YAML/],
