@@ -5,8 +5,14 @@ import tseslint from 'typescript-eslint';
  * The layers' boundaries, enforced: the queue knows nothing outside itself
  * (but the package's error module, a leaf); the crawler knows nothing of the
  * command line and uses the queue only through its public index.
- * test/lint.test.ts proves each rule fails on a forbidden import.
+ * The crawler's concern folders are used from outside through their index.ts
+ * only. test/unit/boundaries.test.ts proves each rule fails on a forbidden
+ * import.
  */
+const CRAWL_FOLDERS = ['counters', 'dedupe', 'fetch', 'lease', 'links', 'output', 'robots', 'seed', 'store', 'urls'];
+
+const crawlFolders = CRAWL_FOLDERS.map((f) => ({ group: [`**/${f}/*`, `!**/${f}/index.js`], message: `src/crawl/${f}/ is used through its index.ts from outside the folder.` }));
+
 const boundaries = [
   {
     files: ['src/queue/**/*.ts'],
@@ -24,8 +30,9 @@ const boundaries = [
         'error',
         {
           patterns: [
-            { group: ['../cli', '../cli.js', '../cli/**'], message: 'the crawler knows nothing of the command line.' },
-            { group: ['../queue/**', '!../queue/index.js'], message: 'the crawler uses the queue through src/queue/index.ts only.' },
+            { group: ['**/cli', '**/cli.js', '**/cli/**'], message: 'the crawler knows nothing of the command line.' },
+            { group: ['**/queue/**', '!**/queue/index.js'], message: 'the crawler uses the queue through src/queue/index.ts only.' },
+            ...crawlFolders,
           ],
         },
       ],
@@ -40,10 +47,15 @@ const boundaries = [
           patterns: [
             { group: ['../cli', '../cli.js', '../cli/**'], message: 'the status page knows nothing of the command line.' },
             { group: ['../queue/**', '!../queue/index.js'], message: 'the status page uses the queue through src/queue/index.ts only.' },
+            ...crawlFolders,
           ],
         },
       ],
     },
+  },
+  {
+    files: ['src/*.ts', 'src/cli/**/*.ts', 'src/demo/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: crawlFolders }] },
   },
   {
     // Small modules and short functions: each file holdable in one's head.

@@ -17,7 +17,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { kickoff } from '../src/crawl/kickoff.js';
-import { storableSeed, validateSeed } from '../src/crawl/seed.js';
+import { storableSeed, validateSeed } from '../src/crawl/seed/seed.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startRedis, type RedisServer } from '../test/helpers/redis.js';
 import { requestsBySite, smallestGapBySite, startSyntheticWeb, type SiteSpec, type SyntheticWeb } from './web.js';

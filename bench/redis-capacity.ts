@@ -22,9 +22,9 @@
  * BENCH_SITES: domains (1,000).
  */
 import { Redis } from 'ioredis';
-import { bloomParams, bloomPositions } from '../src/crawl/bloom.js';
-import { encodeItem, type CrawlItem } from '../src/crawl/keys.js';
-import { LocalSeen } from '../src/crawl/local-seen.js';
+import { bloomParams, bloomPositions } from '../src/crawl/dedupe/bloom.js';
+import { encodeItem, type CrawlItem } from '../src/crawl/store/keys.js';
+import { LocalSeen } from '../src/crawl/dedupe/local-seen.js';
 import { WORKER_DEFAULTS } from '../src/crawl/worker-options.js';
 import { FairQueue, type Lease } from '../src/queue/index.js';
 import { startRedis, type RedisServer } from '../test/helpers/redis.js';

@@ -7,15 +7,14 @@
  *     onPage: async ({ url, $ }) => { const doc = await $(); console.log(url, doc('h1').text()); },
  *   });
  */
-import type { RedisClient as Redis } from './redis.js';
+import { type RedisClient as Redis, connectRedis } from './redis.js';
 import type { Logger } from 'pino';
 import { kickoff, type KickoffResult } from './crawl/kickoff.js';
-import { JsonlWriter } from './crawl/output.js';
+import { JsonlWriter } from './crawl/output/index.js';
 import { runCrawl, runWorker, type CrawlResult } from './crawl/run.js';
-import { loadSeedFile, validateSeed, type Seed } from './crawl/seed.js';
-import { crawlStats, type CrawlStats } from './crawl/stats.js';
+import { loadSeedFile, validateSeed, type Seed } from './crawl/seed/index.js';
+import { crawlStats, type CrawlStats } from './crawl/counters/index.js';
 import { CrawlWorker, WORKER_DEFAULTS, type OnPage, type WorkerSummary } from './crawl/worker.js';
-import { connectRedis } from './redis.js';
 
 export interface ApiOptions {
   /** A connected client (yours to close), or a Redis URL (default REDIS_URL, else redis://127.0.0.1:6379). */
@@ -93,9 +92,9 @@ export async function crawl(seedInput: Seed | string | Record<string, unknown>, 
 
 export { kickoff, crawlStats, CrawlWorker, loadSeedFile, validateSeed };
 export type { Seed, WorkerSummary, OnPage, CrawlStats, CrawlResult, KickoffResult };
-export { SeedError, SEED_DEFAULTS } from './crawl/seed.js';
+export { SeedError, SEED_DEFAULTS } from './crawl/seed/index.js';
 export { WORKER_DEFAULTS } from './crawl/worker.js';
-export { ROBOTS } from './crawl/robots-cache.js';
+export { ROBOTS } from './crawl/robots/index.js';
 export { WeirError, ERROR_CODES, type WeirErrorCode } from './errors.js';
 export * as queue from './queue/index.js';
 export { serveStatus, type StatusServer } from './status/server.js';

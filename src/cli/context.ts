@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Seed } from '../crawl/seed.js';
+import type { Seed } from '../crawl/seed/index.js';
 
 /** What main hands a command that works on a seed's arena: the seed parsed once, the Redis chosen once. */
 export interface CommandContext {

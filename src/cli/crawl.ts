@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { CrawlLock } from '../crawl/crawl-lock.js';
+import { CrawlLock } from '../crawl/store/index.js';
 import { kickoff } from '../crawl/kickoff.js';
-import { JsonlWriter } from '../crawl/output.js';
-import { crawlStats } from '../crawl/stats.js';
+import { JsonlWriter } from '../crawl/output/index.js';
+import { crawlStats } from '../crawl/counters/index.js';
 import { FairQueue } from '../queue/index.js';
 import { connectRedis } from '../redis.js';
 import type { CommandContext } from './context.js';

@@ -1,5 +1,5 @@
 import type { DeadItem } from '../queue/index.js';
-import { decodeItem } from '../crawl/keys.js';
+import { decodeItem } from '../crawl/store/index.js';
 import type { CommandContext } from './context.js';
 import { table } from './draw.js';
 import { EXIT } from './exit.js';

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { loadSeedFile, storableSeed } from '../crawl/seed.js';
+import { loadSeedFile, storableSeed } from '../crawl/seed/index.js';
 import { startDemoWeb } from '../demo/web.js';
 import { FairQueue } from '../queue/index.js';
 import { connectRedis, redactRedisUrl } from '../redis.js';

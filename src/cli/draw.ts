@@ -1,5 +1,5 @@
 /** What the command line draws: tables, the status report, progress lines. */
-import type { CrawlStats } from '../crawl/stats.js';
+import type { CrawlStats } from '../crawl/counters/index.js';
 
 /** A plain-text table, columns padded (the first left-aligned, the rest right-aligned). */
 export function table(header: string[], rows: (string | number)[][]): string {

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { loadSeedFile } from '../crawl/seed.js';
+import { loadSeedFile } from '../crawl/seed/index.js';
 import { WORKER_DEFAULTS } from '../crawl/worker-options.js';
 import { EmbeddedRedis } from '../embedded-redis.js';
 import { cmdClear } from './clear.js';
@@ -16,7 +16,7 @@ import { pickRedis } from './redis.js';
 import { cmdStatus, type StatusFlags } from './status.js';
 import { leaseMs, nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
 import { cmdWorker } from './worker.js';
-import { WARC_DEFAULTS } from '../crawl/warc-writer.js';
+import { WARC_DEFAULTS } from '../crawl/output/index.js';
 
 const OPTIONS = {
   redis: { type: 'string' },

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
-import type { RedisClient as Redis } from '../redis.js';
+import { type RedisClient as Redis, connectRedis, describeRedis, redactRedisUrl } from '../redis.js';
 import { chooseRedis } from '../embedded-redis.js';
 import { FairQueue } from '../queue/index.js';
-import { connectRedis, describeRedis, redactRedisUrl } from '../redis.js';
 
 const HOW = {
   flag: 'from --redis',

@@ -1,4 +1,4 @@
-import { crawlStats } from '../crawl/stats.js';
+import { crawlStats } from '../crawl/counters/index.js';
 import { sleep, type FairQueue } from '../queue/index.js';
 import { redactRedisUrl, type RedisClient as Redis } from '../redis.js';
 import { serveStatus } from '../status/server.js';

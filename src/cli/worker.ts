@@ -1,5 +1,5 @@
-import { CrawlMetrics } from '../crawl/metrics.js';
-import { JsonlWriter } from '../crawl/output.js';
+import { CrawlMetrics } from '../crawl/counters/index.js';
+import { JsonlWriter } from '../crawl/output/index.js';
 import { storedSeed } from '../crawl/run.js';
 import { CrawlWorker } from '../crawl/worker.js';
 import { FairQueue } from '../queue/index.js';

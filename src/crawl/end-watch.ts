@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { sleep } from '../queue/index.js';
-import type { PageBudget } from './budget.js';
+import type { PageBudget } from './lease/index.js';
 import { WORKER_DEFAULTS, type WorkerSummary } from './worker-options.js';
 
 /**

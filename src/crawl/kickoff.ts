@@ -1,10 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import { FairQueue } from '../queue/index.js';
-import { bloomParams, bloomPositions, legacyBloomParams, type BloomParams } from './bloom.js';
-import { crawlKeys, encodeItem, type ArenaKeyMaker, type CrawlItem } from './keys.js';
-import { STARTED_AT_FIELD } from './tally.js';
-import { Scope } from './scope.js';
-import { storableSeed, validateSeed, type Seed } from './seed.js';
+import { bloomParams, bloomPositions, legacyBloomParams, type BloomParams } from './dedupe/index.js';
+import { crawlKeys, encodeItem, type ArenaKeyMaker, type CrawlItem } from './store/index.js';
+import { STARTED_AT_FIELD } from './counters/index.js';
+import { Scope } from './links/index.js';
+import { storableSeed, validateSeed, type Seed } from './seed/index.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now. */

@@ -7,11 +7,11 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { FairQueue, QueueArgumentError, sleep } from '../queue/index.js';
-import { CrawlLock } from './crawl-lock.js';
+import { CrawlLock } from './store/index.js';
 import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
-import { JsonlWriter } from './output.js';
-import { storableSeed, type Seed } from './seed.js';
-import { crawlStats, type CrawlStats } from './stats.js';
+import { JsonlWriter } from './output/index.js';
+import { storableSeed, type Seed } from './seed/index.js';
+import { crawlStats, type CrawlStats } from './counters/index.js';
 import { CrawlWorker } from './worker.js';
 import type { WorkerOptions, WorkerSummary } from './worker-options.js';
 

@@ -1,8 +1,10 @@
-import type { CheerioAPI } from 'cheerio';
 import type { Logger } from 'pino';
-import type { CrawlMetrics } from './metrics.js';
-import type { LookupFunction } from './netguard.js';
-import type { JsonlWriter } from './output.js';
+import type { CrawlMetrics } from './counters/index.js';
+import type { LookupFunction } from './fetch/index.js';
+import type { OnPage } from './links/index.js';
+import type { JsonlWriter } from './output/index.js';
+
+export type { OnPage, PageContext } from './links/index.js';
 
 /** Documented worker defaults. */
 export const WORKER_DEFAULTS = {
@@ -33,18 +35,6 @@ export const WORKER_DEFAULTS = {
   /** How often an idle worker with exitWhenDone checks whether the arena is drained. */
   drainCheckMs: 500,
 } as const;
-
-export interface PageContext {
-  url: string;
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-  /** cheerio, loaded on first use. */
-  $: () => Promise<CheerioAPI>;
-}
-
-/** Extra URLs to enqueue (absolute or relative to the page), or nothing. */
-export type OnPage = (page: PageContext) => Promise<string[] | void> | string[] | void;
 
 export interface WorkerOptions {
   /** Lanes: fetches in flight at once. */

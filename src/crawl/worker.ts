@@ -2,30 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { isWeirError } from '../errors.js';
 import { FairQueue, sleep, type Lease, type LeaseOutcome } from '../queue/index.js';
-import { PageBudget } from './budget.js';
-import { classifyResponse, fetchFailed, retryLater, slowDown } from './classify.js';
-import { decodeBody, Fetcher, isHtml, type FetchOptions, type FetchResult } from './fetch.js';
-import { LinkFollower } from './follow.js';
-import { crawlKeys, decodeItem, encodeItem, type CrawlItem, type CrawlKeys } from './keys.js';
-import { commit, fail, release, type Outcome } from './outcome.js';
+import { HistoryWriter, Tally } from './counters/index.js';
+import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
-import { PACING, realClock, SendPacer } from './pacer.js';
-import { fetchRobotsInSlot, type RobotsSlotDeps } from './robots-slot.js';
-import { RobotsCache } from './robots-cache.js';
-import { RobotsFetcher } from './robots-fetch.js';
-import { RobotsGate } from './robots-gate.js';
-import { Scope } from './scope.js';
-import { SITEMAP_LIMITS, SitemapReader } from './sitemap.js';
-import type { Seed } from './seed.js';
-import type { PageRecord } from './output.js';
-import { Settler, type LeaseContext } from './settle.js';
-import { Tally } from './tally.js';
-import { HistoryWriter } from './history.js';
-import { LocalSeen } from './local-seen.js';
-import { PauseNotes } from './pause-notes.js';
-import { WarcWriter } from './warc-writer.js';
+import { Fetcher } from './fetch/index.js';
+import { commit, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, type LeaseContext, type Outcome } from './lease/index.js';
+import { LinkFollower, Scope } from './links/index.js';
+import { WarcWriter } from './output/index.js';
+import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
+import type { Seed } from './seed/index.js';
+import { crawlKeys, decodeItem, PauseNotes, type CrawlKeys } from './store/index.js';
+import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
 export { WORKER_DEFAULTS };
@@ -36,8 +24,6 @@ interface Decided {
   ctx: LeaseContext;
   outcome: Outcome;
 }
-
-const looksLikeHtml = (text: string): boolean => /^\s*<(!doctype html|html|head|body)/i.test(text.slice(0, 512));
 
 /**
  * One crawl worker: `concurrency` lanes, each taking a URL lease, deciding
@@ -53,6 +39,7 @@ export class CrawlWorker {
   private readonly pacer: SendPacer;
   private readonly gate: RobotsGate;
   private readonly robotsSlot: RobotsSlotDeps;
+  private readonly fetch: UrlFetch;
   private readonly links: LinkFollower;
   private readonly settler: Settler;
   private readonly archive: WarcWriter | undefined;
@@ -94,6 +81,7 @@ export class CrawlWorker {
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
+    this.fetch = new UrlFetch({ pacer: this.pacer, fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
     this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
@@ -255,108 +243,13 @@ export class CrawlWorker {
         break;
     }
     // A sitemap is not a page: it takes a rate slot, not a page of maxPages.
-    if (item.k === 's') return this.fetchSitemap(lease, item);
+    if (item.k === 's') return this.fetch.sitemap(lease, item);
     if (!(await this.budget.reserve())) {
       this.log?.info('maxPages reached');
       this.halt('maxPages', false);
       return release();
     }
     ctx.reserved = true;
-    return this.fetchPage(lease, item);
-  }
-
-  /**
-   * One request in the lease's rate slot: held until the slot, sent only if
-   * still in time (the send gate). An Outcome when it was not had: stopping,
-   * too late for its slot, or a fetch error to retry.
-   */
-  private async inSlot(lease: Lease, url: string, opts: Omit<FetchOptions, 'signal' | 'gate'>): Promise<FetchResult | Outcome> {
-    const send = await this.pacer.hold(lease, this.fetchAbort.signal, this.fetcher.prepare(url));
-    if (send === null) return release();
-    try {
-      const res = await this.fetcher.fetch(url, { ...opts, signal: this.fetchAbort.signal, gate: send });
-      this.options.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
-      this.tally.add(lease.queue, 'bytes', res.bytes);
-      return res;
-    } catch (err) {
-      // Not sent: stopping, or too late for its slot (counted by the pacer).
-      if (this.fetchAbort.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
-      this.options.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
-      return fetchFailed(err, lease.attempt, this.options.retryBaseMs);
-    } finally {
-      send.done();
-    }
-  }
-
-  /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
-  private async fetchPage(lease: Lease, item: CrawlItem): Promise<Outcome> {
-    const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-    const res = await this.inSlot(lease, item.u, { wantBody });
-    if ('kind' in res) return res;
-    return this.classified(lease, item, res, (rec) => this.page(item, res, rec));
-  }
-
-  /** A response, page or sitemap: a redirect queues its target; Retry-After paces; 5xx retries; else `final`. */
-  private async classified(lease: Lease, item: CrawlItem, res: FetchResult, final: (rec: Partial<PageRecord>) => Promise<Outcome>): Promise<Outcome> {
-    const rec = { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, warc: res.warc };
-    switch (classifyResponse(res)) {
-      case 'redirect': {
-        const r = await this.links.redirect(item, res);
-        return commit({ ...rec, redirect: r.target, error: r.error }, [['redirects', 1], ...r.tallies]);
-      }
-      case 'slow-down': {
-        const o = slowDown(res, item.p ?? 0, this.options.pacingFloorMs);
-        if (o.kind === 'pause') return { ...o, item: encodeItem({ ...item, p: (item.p ?? 0) + 1 }) };
-        return o.kind === 'fail' ? { ...o, record: { ...rec, ...o.record } } : o;
-      }
-      case 'server-error':
-        return retryLater(lease.attempt, `HTTP ${res.status}`, rec, this.options.retryBaseMs);
-      case 'final':
-        return final(rec);
-    }
-  }
-
-  /**
-   * A sitemap: fetched in its slot like a page (robots.txt was checked), read
-   * as it streams (sitemap.ts); its pages queued at depth 0, its child
-   * sitemaps one level down. Redirects, Retry-After and 5xx as for pages.
-   */
-  private async fetchSitemap(lease: Lease, item: CrawlItem): Promise<Outcome> {
-    const reader = new SitemapReader();
-    const res = await this.inSlot(lease, item.u, { wantBody: (_ct, status) => status >= 200 && status < 300, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c) });
-    if ('kind' in res) return res;
-    return this.classified(lease, item, res, async (rec) => {
-      if (res.status < 200 || res.status >= 300) return commit({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
-      const map = await reader.end();
-      const pages = await this.links.sitemapPages(item, map.urls);
-      const children = await this.links.sitemaps(map.sitemaps.map((s) => s.loc), item.u, (item.n ?? 0) + 1, item.u);
-      const ignored = map.ignored + children.ignored;
-      const enqueued = pages.enqueued + children.enqueued;
-      return commit(
-        {
-          ...rec,
-          links: map.urls.length + map.sitemaps.length,
-          enqueued,
-          error: map.truncated ? `sitemap cut at ${SITEMAP_LIMITS.maxBytes} bytes uncompressed` : map.error,
-          sitemap: { format: map.format, urls: map.urls.length, sitemaps: map.sitemaps.length, ignored, truncated: map.truncated },
-        },
-        [['sitemaps', 1], ['sitemapUrls', pages.inScope], ['sitemapIgnored', ignored], ['enqueued', enqueued], ['dedupeHits', pages.inScope - pages.enqueued]],
-      );
-    });
-  }
-
-  /** A final response: its links followed when it is HTML. */
-  private async page(item: CrawlItem, res: FetchResult, rec: Partial<PageRecord>): Promise<Outcome> {
-    const tallies: Outcome['tallies'] = [['pages', 1], [`${Math.floor(res.status / 100)}xx` as '2xx', 1]];
-    let record = { ...rec, error: res.truncated ? `body over ${this.seed.maxBodyBytes} bytes: truncated` : null } as Parameters<typeof commit>[0];
-    if (res.status >= 200 && res.status < 300 && res.body) {
-      const text = decodeBody(res.body, res.contentType);
-      if (res.contentType !== null || looksLikeHtml(text)) {
-        const f = await this.links.follow(item, res, text);
-        record = { ...record, links: f.links, enqueued: f.enqueued, title: f.title, ...(f.error ? { error: f.error } : {}) };
-        tallies.push(...f.tallies);
-      }
-    }
-    return commit(record, tallies, true);
+    return this.fetch.page(lease, item);
   }
 }

@@ -1,7 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { readHistory, type History } from '../crawl/history.js';
-import { crawlKeys, decodeItem } from '../crawl/keys.js';
-import { crawlStats, type CrawlStats, type DomainStats } from '../crawl/stats.js';
+import { readHistory, type History, crawlStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
+import { crawlKeys, decodeItem } from '../crawl/store/index.js';
 import type { FairQueue } from '../queue/index.js';
 import { selectRows, type ViewQuery } from './view.js';
 

@@ -1,4 +1,4 @@
-import type { DomainStats } from '../crawl/stats.js';
+import type { DomainStats } from '../crawl/counters/index.js';
 
 /** Columns the table sorts by. */
 export const SORT_KEYS = ['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robotsBlocked', 'rateLimit', 'achievedRate', 'waitingFor'] as const;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Redis, type Cluster } from 'ioredis';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { validateSeed } from '../../src/crawl/seed.js';
+import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { FairQueue, shardOf, type ShardLayout } from '../../src/queue/index.js';
 import { connectRedis } from '../../src/redis.js';
 import { cliBundle } from '../helpers/cli-bundle.js';

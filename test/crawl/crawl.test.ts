@@ -7,13 +7,13 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { JsonlWriter, type PageRecord } from '../../src/crawl/output.js';
-import { validateSeed, type Seed } from '../../src/crawl/seed.js';
+import { JsonlWriter, type PageRecord } from '../../src/crawl/output/jsonl.js';
+import { validateSeed, type Seed } from '../../src/crawl/seed/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
-import * as guard from '../../src/crawl/netguard.js';
-import { CrawlMetrics } from '../../src/crawl/metrics.js';
+import * as guard from '../../src/crawl/fetch/netguard.js';
+import { CrawlMetrics } from '../../src/crawl/counters/metrics.js';
 import { FairQueue } from '../../src/queue/index.js';
-import { crawlStats } from '../../src/crawl/stats.js';
+import { crawlStats } from '../../src/crawl/counters/stats.js';
 import { html, smallestGap, type FixtureSite, type Handler } from '../helpers/web.js';
 import { readJsonl, timeline, useCrawlWorld } from '../helpers/world.js';
 

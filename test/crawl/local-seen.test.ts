@@ -1,11 +1,11 @@
 /** The local filter in a crawl: navigation links repeated on every page go to Redis once per worker. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bloomParams, legacyBloomParams } from '../../src/crawl/bloom.js';
+import { bloomParams, legacyBloomParams } from '../../src/crawl/dedupe/bloom.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { crawlKeys } from '../../src/crawl/keys.js';
+import { crawlKeys } from '../../src/crawl/store/keys.js';
 import { runWorker } from '../../src/crawl/run.js';
-import { validateSeed } from '../../src/crawl/seed.js';
+import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { html } from '../helpers/web.js';
 import { useCrawlWorld } from '../helpers/world.js';

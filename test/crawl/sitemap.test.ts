@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { runCrawl } from '../../src/crawl/run.js';
-import { validateSeed } from '../../src/crawl/seed.js';
+import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
 import { readWarcFile } from '../helpers/warc-reader.js';
 import { html, smallestGap } from '../helpers/web.js';

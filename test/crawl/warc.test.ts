@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import type { ServerResponse } from 'node:http';
 import { runCrawl } from '../../src/crawl/run.js';
-import { validateSeed } from '../../src/crawl/seed.js';
+import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { httpMessage, readWarcFile, readWarcBuffer, sha1Base32, type WarcRecordRead } from '../helpers/warc-reader.js';
 import { readJsonl, useCrawlWorld } from '../helpers/world.js';
 

@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { JsonlWriter } from '../../src/crawl/output.js';
+import { JsonlWriter } from '../../src/crawl/output/jsonl.js';
 import { runCrawl } from '../../src/crawl/run.js';
-import { storableSeed, validateSeed } from '../../src/crawl/seed.js';
+import { storableSeed, validateSeed } from '../../src/crawl/seed/seed.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { html, smallestGap, type FixtureWeb } from '../helpers/web.js';
 import { startSiteProcess } from '../helpers/site-process.js';
@@ -121,9 +121,9 @@ describe('leases and results agree', () => {
   });
 
   it('a commit that finds its lease expired writes no line and counts no page (settle)', async () => {
-    const { Settler } = await import('../../src/crawl/settle.js');
-    const { PageBudget } = await import('../../src/crawl/budget.js');
-    const { Tally } = await import('../../src/crawl/tally.js');
+    const { Settler } = await import('../../src/crawl/lease/settle.js');
+    const { PageBudget } = await import('../../src/crawl/lease/budget.js');
+    const { Tally } = await import('../../src/crawl/counters/tally.js');
     const q = new FairQueue(world.redis, { leaseMs: 50 });
     await q.setLimits('stale', { d: { rate: 'unlimited' } });
     await q.enqueue('stale', 'd', [JSON.stringify({ u: 'http://d.test/', d: 0, r: null, h: 0 })]);

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
-import { normalizeUrl } from '../../src/crawl/normalize.js';
-import { parseSeedText, SeedError, validateSeed } from '../../src/crawl/seed.js';
+import { normalizeUrl } from '../../src/crawl/urls/normalize.js';
+import { parseSeedText, SeedError, validateSeed } from '../../src/crawl/seed/seed.js';
 
 const RUNS = 1000;
 

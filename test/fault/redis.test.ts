@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { validateSeed } from '../../src/crawl/seed.js';
+import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 import { connectRedis, type RedisClient } from '../../src/redis.js';
 import { freePort, startRedis, type RedisServer } from '../helpers/redis.js';

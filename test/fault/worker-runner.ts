@@ -4,8 +4,8 @@
  * Prints one JSON line: the summary and peak RSS in bytes.
  */
 import { Redis } from 'ioredis';
-import { JsonlWriter } from '../../src/crawl/output.js';
-import { validateSeed } from '../../src/crawl/seed.js';
+import { JsonlWriter } from '../../src/crawl/output/jsonl.js';
+import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as { redisUrl: string; seed: Record<string, unknown>; concurrency: number; retryBaseMs?: number; out: string; clockSkewMs?: number; warc?: { dir: string } };

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { startSyntheticWeb, type SiteSpec } from '../../bench/web.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { storableSeed, validateSeed } from '../../src/crawl/seed.js';
+import { storableSeed, validateSeed } from '../../src/crawl/seed/seed.js';
 import { connectRedis } from '../../src/redis.js';
 import { cliBundle } from './cli-bundle.js';
 import { startCluster, startRedis } from './redis.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import type { Redis } from 'ioredis';
-import type { PageRecord } from '../../src/crawl/output.js';
+import type { PageRecord } from '../../src/crawl/output/jsonl.js';
 import { startRedis, type RedisServer } from './redis.js';
 import { FixtureWeb, type RecordedRequest } from './web.js';
 

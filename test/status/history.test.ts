@@ -1,9 +1,9 @@
 /** History and worker heartbeats as the workers write them, on a real redis-server. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HISTORY, HistoryWriter, readHistory, workersSeen } from '../../src/crawl/history.js';
-import { crawlKeys } from '../../src/crawl/keys.js';
-import { Tally } from '../../src/crawl/tally.js';
+import { HISTORY, HistoryWriter, readHistory, workersSeen } from '../../src/crawl/counters/history.js';
+import { crawlKeys } from '../../src/crawl/store/keys.js';
+import { Tally } from '../../src/crawl/counters/tally.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { useRedis } from '../helpers/fixture.js';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import bloomFilters from 'bloom-filters';
-import { bloomParams, bloomPositions, BLOCK_BITS, blockedFalsePositiveRate, classicBloomParams, legacyBloomParams } from '../../src/crawl/bloom.js';
+import { bloomParams, bloomPositions, BLOCK_BITS, blockedFalsePositiveRate, classicBloomParams, legacyBloomParams } from '../../src/crawl/dedupe/bloom.js';
 describe('Bloom filter', () => {
   it('starts from the bloom-filters package formulas, grows the bitmap for the blocked layout, then takes the fewest hashes that fit in it', () => {
     for (const [n, p, k] of [[10_000_000, 0.000001, 14], [1000, 0.01, 5], [123_457, 0.0001, 10], [1_000_000, 0.001, 9]] as const) {

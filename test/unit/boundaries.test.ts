@@ -24,15 +24,28 @@ describe('layer boundaries (lint)', () => {
   });
 
   it('src/crawl imports neither the command line nor a queue file other than its index', async () => {
-    assert.match((await importProblems('src/crawl/scope.ts', '../cli/main.js')).join('\n'), /the crawler knows nothing of the command line/);
-    assert.match((await importProblems('src/crawl/scope.ts', '../cli.js')).join('\n'), /the crawler knows nothing of the command line/);
-    assert.match((await importProblems('src/crawl/scope.ts', '../queue/limits.js')).join('\n'), /through src\/queue\/index\.ts only/);
-    assert.deepEqual(await importProblems('src/crawl/scope.ts', '../queue/index.js'), []);
+    for (const file of ['src/crawl/worker.ts', 'src/crawl/links/scope.ts']) {
+      const up = file.split('/').length === 3 ? '../' : '../../';
+      assert.match((await importProblems(file, `${up}cli/main.js`)).join('\n'), /the crawler knows nothing of the command line/);
+      assert.match((await importProblems(file, `${up}cli.js`)).join('\n'), /the crawler knows nothing of the command line/);
+      assert.match((await importProblems(file, `${up}queue/limits.js`)).join('\n'), /through src\/queue\/index\.ts only/);
+      assert.deepEqual(await importProblems(file, `${up}queue/index.js`), []);
+    }
+  });
+
+  it("src/crawl's concern folders are used from outside through their index only", async () => {
+    assert.match((await importProblems('src/crawl/worker.ts', './robots/cache.js')).join('\n'), /src\/crawl\/robots\/ is used through its index\.ts/);
+    assert.match((await importProblems('src/crawl/robots/slot.ts', '../lease/pacer.js')).join('\n'), /src\/crawl\/lease\/ is used through its index\.ts/);
+    assert.match((await importProblems('src/status/view.ts', '../crawl/counters/stats.js')).join('\n'), /src\/crawl\/counters\/ is used through its index\.ts/);
+    assert.deepEqual(await importProblems('src/crawl/worker.ts', './robots/index.js'), []);
+    assert.deepEqual(await importProblems('src/crawl/robots/slot.ts', '../lease/index.js'), []);
+    // Inside a folder, its files import each other directly.
+    assert.deepEqual(await importProblems('src/crawl/robots/slot.ts', './cache.js'), []);
   });
 
   it('src/status imports neither the command line nor a queue file other than its index', async () => {
     assert.match((await importProblems('src/status/view.ts', '../cli/main.js')).join('\n'), /the status page knows nothing of the command line/);
     assert.match((await importProblems('src/status/view.ts', '../queue/limits.js')).join('\n'), /through src\/queue\/index\.ts only/);
-    assert.deepEqual(await importProblems('src/status/view.ts', '../crawl/stats.js'), []);
+    assert.deepEqual(await importProblems('src/status/view.ts', '../crawl/counters/index.js'), []);
   });
 });

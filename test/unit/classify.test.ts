@@ -1,10 +1,10 @@
 /** Response classification and the error policy: status and error to outcome. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { backoffMs, classifyResponse, fetchFailed, retryAfterSeconds, RETRY_POLICY, slowDown } from '../../src/crawl/classify.js';
-import { FetchError, fetchCodeOf } from '../../src/crawl/fetch-error.js';
-import { watchdog } from '../../src/crawl/fetch.js';
-import { PrivateAddressError } from '../../src/crawl/netguard.js';
+import { backoffMs, classifyResponse, fetchFailed, retryAfterSeconds, RETRY_POLICY, slowDown } from '../../src/crawl/lease/classify.js';
+import { FetchError, fetchCodeOf } from '../../src/crawl/fetch/errors.js';
+import { watchdog } from '../../src/crawl/fetch/fetcher.js';
+import { PrivateAddressError } from '../../src/crawl/fetch/netguard.js';
 import { isWeirError } from '../../src/errors.js';
 
 const res = (status: number, headers: Record<string, string> = {}) => ({ status, headers });

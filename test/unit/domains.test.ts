@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isIP } from 'node:net';
-import { DomainMatcher, hostAndPort, parseDomainKey, type DomainKey } from '../../src/crawl/domains.js';
+import { DomainMatcher, hostAndPort, parseDomainKey, type DomainKey } from '../../src/crawl/urls/domains.js';
 describe('domain keys', () => {
   it('lowercases, punycodes IDNs, brackets IPv6, keeps ports', () => {
     const k = (s: string): string => (parseDomainKey(s) as DomainKey).key;

@@ -1,8 +1,8 @@
 /** Key names made from page content. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { crawlKeys } from '../../src/crawl/keys.js';
-import { normalizeUrl, originOf } from '../../src/crawl/normalize.js';
+import { crawlKeys } from '../../src/crawl/store/keys.js';
+import { normalizeUrl, originOf } from '../../src/crawl/urls/normalize.js';
 describe('key names from page content', () => {
   it('only a validated origin goes into a key name', () => {
     const keys = crawlKeys('a', { key: (arena, name) => `weir:{${arena}}:${name}` });

@@ -1,5 +1,5 @@
 /**
- * The tokenizer-based link extraction (links.ts, html-tree.ts) against
+ * The tokenizer-based link extraction (src/crawl/links/extract.ts, html-tree.ts) against
  * htmlparser2's Parser (the way weir extracted links before, kept here as
  * the oracle) on random markup built from the fragments that matter: the
  * same links, base, title and meta robots, whole and in slices. (400,000
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Parser } from 'htmlparser2';
-import { extractLinks, extractLinksAsync, type PageLinks } from '../../src/crawl/links.js';
+import { extractLinks, extractLinksAsync, type PageLinks } from '../../src/crawl/links/extract.js';
 
 const DROPPED_SCHEMES = /^\s*(mailto|javascript|tel|data|about|blob|file|ftp|sms|callto|vbscript):/i;
 

@@ -1,7 +1,7 @@
 /** Link extraction. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { extractLinks, headerNofollow } from '../../src/crawl/links.js';
+import { extractLinks, headerNofollow } from '../../src/crawl/links/extract.js';
 describe('link extraction', () => {
   it('takes a/area hrefs, skips script/style/textarea/iframe/comments and dropped schemes, reads base, title and meta robots', () => {
     const page = extractLinks(`<html><head><title> A  &amp; B </title><meta name="robots" content="noindex, nofollow"></head><body>

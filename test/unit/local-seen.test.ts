@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LOCAL_SEEN, LocalSeen } from '../../src/crawl/local-seen.js';
+import { LOCAL_SEEN, LocalSeen } from '../../src/crawl/dedupe/local-seen.js';
 
 describe('a worker\'s local seen filter', () => {
   it('remembers what was added, reports (1 − e^(−kn/m))^k, and no false positive among 100,000 unseen URLs at this size', () => {

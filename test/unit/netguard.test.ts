@@ -1,7 +1,7 @@
 /** The private-network guard. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { guardedLookup, isPrivateAddress } from '../../src/crawl/netguard.js';
+import { guardedLookup, isPrivateAddress } from '../../src/crawl/fetch/netguard.js';
 describe('private-network guard', () => {
   it('classifies addresses', () => {
     for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00:ec2::254', '::ffff:127.0.0.1']) {

@@ -1,7 +1,7 @@
 /** URL normalisation. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { normalizeUrl } from '../../src/crawl/normalize.js';
+import { normalizeUrl } from '../../src/crawl/urls/normalize.js';
 describe('URL normalisation', () => {
   it('normalises as documented and is idempotent', () => {
     const cases: [string, string | null][] = [

@@ -1,7 +1,7 @@
 /** The send pacer on a fake clock: held to the slot, one report per lease, the send window. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { marginFor, PACING, SendPacer, type LocalClock, type SlotQueue } from '../../src/crawl/pacer.js';
+import { marginFor, PACING, SendPacer, type LocalClock, type SlotQueue } from '../../src/crawl/lease/pacer.js';
 import type { Lease } from '../../src/queue/index.js';
 
 /** A clock that jumps to each deadline (plus `lag` ms, an event loop running late) instead of sleeping. */

@@ -1,9 +1,9 @@
 /** The robots gate's verdicts from what is known of an origin's robots.txt. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ROBOTS, type RobotsEntry } from '../../src/crawl/robots-cache.js';
-import { robotsVerdict } from '../../src/crawl/robots-gate.js';
-import { parseRobots, RobotsMatcher } from '../../src/crawl/robots.js';
+import { ROBOTS, type RobotsEntry } from '../../src/crawl/robots/cache.js';
+import { robotsVerdict } from '../../src/crawl/robots/gate.js';
+import { parseRobots, RobotsMatcher } from '../../src/crawl/robots/parse.js';
 
 const rules = (text: string): RobotsEntry => {
   const r = parseRobots(text, 'weir');

@@ -1,7 +1,7 @@
 /** robots.txt parsing and matching. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canonical, parseRobots, patternMatches, productTokenOf, RobotsMatcher, robotsText } from '../../src/crawl/robots.js';
+import { canonical, parseRobots, patternMatches, productTokenOf, RobotsMatcher, robotsText } from '../../src/crawl/robots/parse.js';
 describe('robots.txt', () => {
   const txt = `# comment
 User-agent: *

@@ -1,9 +1,9 @@
 /** Seed files: parsing and validation. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileUrlPattern } from '../../src/crawl/pattern.js';
-import { duplicateJsonKey, MAX_SEED_BYTES } from '../../src/crawl/seed-text.js';
-import { parseSeedText, SeedError, SEED_DEFAULTS } from '../../src/crawl/seed.js';
+import { compileUrlPattern } from '../../src/crawl/urls/pattern.js';
+import { duplicateJsonKey, MAX_SEED_BYTES } from '../../src/crawl/seed/text.js';
+import { parseSeedText, SeedError, SEED_DEFAULTS } from '../../src/crawl/seed/seed.js';
 
 const seedYaml = (extra = ''): string => `arena: docs-crawl
 rateLimits:

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { SITEMAP_LIMITS, SitemapReader, type SitemapContents } from '../../src/crawl/sitemap.js';
+import { SITEMAP_LIMITS, SitemapReader, type SitemapContents } from '../../src/crawl/links/sitemap.js';
 
 async function read(body: Buffer, chunk = 16 * 1024): Promise<SitemapContents> {
   const r = new SitemapReader();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { waitReason, type DomainStats } from '../../src/crawl/stats.js';
+import { waitReason, type DomainStats } from '../../src/crawl/counters/stats.js';
 import type { QueueStats } from '../../src/queue/index.js';
 import { parseViewQuery, selectRows, ViewQueryError } from '../../src/status/view.js';
 

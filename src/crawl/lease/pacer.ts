@@ -1,0 +1,247 @@
+import { LIMITS, sleepUntil, type Lease, type LeaseOutcome } from '../../queue/index.js';
+import type { SendGate } from '../fetch/index.js';
+import type { TallyName } from '../counters/index.js';
+
+export const PACING = {
+  /**
+   * Leases are taken up to this long before their slot (the queue's
+   * `aheadMs`): a lane holds its lease to the slot, so the dequeue call's own
+   * delay costs no pace.
+   */
+  aheadMs: 20,
+  /**
+   * Added to the interval after each reported send (lua/sent.lua), up to
+   * a tenth of the interval (marginFor), unless the seed sets its own
+   * (sendMarginMs): what may take a gap away between the writes and the
+   * site's judgement of them. A strict server's clock: nginx's limit_req
+   * reads CLOCK_MONOTONIC_COARSE, which moves in kernel ticks (4 ms at
+   * HZ=250, Debian's default), so it may see a 504 ms gap as 500. And
+   * delivery: a request may reach the site, or be read by it, later than
+   * the one before it did (docs/politeness.md has the measured spread). The
+   * send itself needs none: the next slot is counted from the report,
+   * which follows the write.
+   */
+  marginMs: 25,
+  /**
+   * The send window the worker takes its leases with: the queue holds a
+   * domain's next slot until the report, or until one interval after this
+   * much past the slot (a dead worker's hold), renewed while a request's
+   * connection is still being made (stillSending).
+   */
+  sendWindowMs: 3000,
+  /**
+   * A request is not written later than its send window less this (at
+   * most a third of the window), after its slot or the window's last
+   * renewal: past the window the next slot may go to another worker.
+   */
+  windowSlackMs: 1000,
+  /** A write this much past its slot counts as late (lateSends): harmless, the next slot is counted from it. */
+  lateWriteMs: 5,
+} as const;
+
+/** The margin after a send of this lease's queue: the seed's (`setMs`, sendMarginMs) if it sets one, else PACING.marginMs, or a tenth of the interval when that is less (over 4/s). */
+export const marginFor = (lease: Lease, setMs: number | null = null): number => setMs ?? Math.min(PACING.marginMs, lease.intervalMs / 10);
+
+/** Whether the queue holds this lease's next slot for its report (a rate, and an interval over LIMITS.minReportedIntervalMs). */
+const reported = (lease: Lease): boolean => lease.intervalMs > LIMITS.minReportedIntervalMs;
+
+/** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
+const MAX_CLOCK_LOOKS = 3;
+
+/** This process's clock (performance.now()), replaceable in tests. */
+export interface LocalClock {
+  now(): number;
+  sleepUntil(at: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const realClock: LocalClock = { now: () => performance.now(), sleepUntil };
+
+/** A shard's clock as seen here (src/queue/clock.ts). */
+export interface ShardClock {
+  readonly uncertaintyMs: number;
+  toRedis(localMs: number): number;
+  toLocal(redisMs: number): number;
+}
+
+/** What the pacer needs of the queue: each shard's clock as seen here, and the send report. */
+export interface SlotQueue {
+  clockOf(shard: string): ShardClock;
+  sent(lease: Lease, wasSent: boolean, marginMs?: number): Promise<LeaseOutcome>;
+  stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome>;
+}
+
+/**
+ * One lease's request, held to its slot: the send gate undici consults as
+ * it writes (fetch/fetcher.ts), and the report of the write to the queue. Exactly
+ * one report per lease of a rate-limited queue: written, or (done() with no
+ * write) not sent. A request whose write began but was never seen to end
+ * counts as sent.
+ */
+export class SlotSend implements SendGate {
+  private reported = false;
+  private attempted = false;
+
+  constructor(
+    private readonly pacer: SendPacer,
+    readonly lease: Lease,
+    /** When the slot came, local ms (the planned send time). */
+    readonly plannedAt: number,
+  ) {}
+
+  mayGo(at: number): boolean {
+    if (this.pacer.pastWindow(this.lease, at)) {
+      this.pacer.count(this.lease.queue, 'lateSlots');
+      return false;
+    }
+    this.attempted = true;
+    return true;
+  }
+
+  /** The margin this send's next slot gets after its write (SendPacer.margin). */
+  get marginMs(): number {
+    return this.pacer.margin(this.lease);
+  }
+
+  wrote(at: number): void {
+    if (at - this.plannedAt > PACING.lateWriteMs) this.pacer.count(this.lease.queue, 'lateSends');
+    this.report(true);
+  }
+
+  /** The lease is done with its request: reports it not sent, unless a write was reported (or begun). */
+  done(): void {
+    this.report(this.attempted);
+  }
+
+  private report(wasSent: boolean): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.pacer.report(this.lease, wasSent);
+  }
+}
+
+/**
+ * Holds each request to its slot and reports it as it goes out. The queue
+ * (taken with a send window: PACING, worker.ts) serves a rate-limited
+ * domain's next slot only after that report, counted from it on Redis's
+ * clock: so two requests to a domain are written at least an interval (and
+ * the margin) apart whichever workers send them and whatever stalls one of
+ * them, with no lateness to judge or push here. Scrapy's downloader slot,
+ * shared through Redis: the delay is Redis's, the send time this object's.
+ */
+export class SendPacer {
+  /** Each lease's send, from hold() until finish(). */
+  private readonly sends = new WeakMap<Lease, SlotSend>();
+  /** Per lease, where its send window counts from when renewed (Redis ms; else its servedAt), or -Infinity once lost. */
+  private readonly windowFrom = new WeakMap<Lease, number>();
+
+  constructor(
+    private readonly queue: SlotQueue,
+    private readonly windowMs: number,
+    readonly count: (domain: string, name: TallyName) => void,
+    private readonly clock: LocalClock = realClock,
+    /** The seed's sendMarginMs (null: marginFor's default). */
+    private readonly marginMs: number | null = null,
+  ) {}
+
+  /** The margin after a write of this lease's queue (marginFor). */
+  margin(lease: Lease): number {
+    return marginFor(lease, this.marginMs);
+  }
+
+  /**
+   * Waits for the lease's slot; resolves its send (gate and report), or
+   * null when the slot cannot be used (its window has passed, or `signal`
+   * aborted): the lease goes back, reported unsent. Unlimited domains have
+   * no slot: no wait, nothing to report.
+   */
+  async hold(lease: Lease, signal?: AbortSignal, ready?: Promise<void>): Promise<SlotSend | null> {
+    if (lease.intervalMs === 0) {
+      await ready;
+      return new SlotSend(this, lease, this.clock.now());
+    }
+    if (ready && reported(lease)) await this.renewWhile(lease, ready);
+    else await ready;
+    // The slot's time on this clock is known to within ±u (half the best round
+    // trip seen): wait for its latest possible time, so a request is never
+    // early. The slot is mapped with the clock's estimate of now, never the
+    // one its lease came with (lease.localServedAt): the estimate and its u
+    // change together, and an old estimate's error can be far more than
+    // today's u. Should the estimate move the slot later while this waits,
+    // it waits again (a bounded number of times).
+    const clock = this.queue.clockOf(lease.shard);
+    const latest = (): number => clock.toLocal(lease.servedAt) + clock.uncertaintyMs;
+    let sendAt = latest();
+    for (let looks = 0; ; looks++) {
+      await this.clock.sleepUntil(sendAt, signal);
+      if (signal?.aborted || looks === MAX_CLOCK_LOOKS) break;
+      const newest = latest();
+      if (newest <= sendAt) break;
+      sendAt = newest;
+    }
+    const send = new SlotSend(this, lease, sendAt);
+    this.sends.set(lease, send);
+    const late = !signal?.aborted && this.pastWindow(lease, this.clock.now());
+    if (late) this.count(lease.queue, 'lateSlots');
+    if (signal?.aborted || late) {
+      send.done();
+      return null;
+    }
+    return send;
+  }
+
+  /**
+   * The lease is settled: its send is reported if it was not (a lease
+   * handed back, committed or retried without a request of its own, as a
+   * robots.txt wait or a disallowed URL is, reports it never sent: the
+   * queue frees the next slot at once instead of at the window's end).
+   */
+  finish(lease: Lease): void {
+    let send = this.sends.get(lease);
+    if (!send) {
+      send = new SlotSend(this, lease, this.clock.now());
+      this.sends.set(lease, send);
+    }
+    send.done();
+  }
+
+  /**
+   * Waits for `ready` (the request's connection being made), renewing the
+   * lease's send window every third of it meanwhile, so a slow connect is
+   * not cut off while a dead worker's hold still lapses within a window.
+   */
+  private async renewWhile(lease: Lease, ready: Promise<void>): Promise<void> {
+    let done = false;
+    const settled = ready.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    const every = this.windowMs / 3;
+    for (;;) {
+      await Promise.race([settled, new Promise<void>((r) => setTimeout(r, every).unref())]);
+      if (done) return;
+      const clock = this.queue.clockOf(lease.shard);
+      // (The renewal counts from no later than Redis's time as it is sent.)
+      const from = clock.toRedis(this.clock.now()) - clock.uncertaintyMs;
+      const kept = await this.queue.stillSending(lease, this.windowMs).catch(() => 'stale' as const);
+      this.windowFrom.set(lease, kept === 'ok' ? from : -Infinity);
+      if (kept !== 'ok') {
+        await settled;
+        return;
+      }
+    }
+  }
+
+  /** Whether a write at `at` (local ms) would be past the lease's send window (less its slack). */
+  pastWindow(lease: Lease, at: number): boolean {
+    if (!reported(lease)) return false;
+    const slack = Math.min(PACING.windowSlackMs, this.windowMs / 3);
+    const clock = this.queue.clockOf(lease.shard);
+    return clock.toRedis(at) + clock.uncertaintyMs > (this.windowFrom.get(lease) ?? lease.servedAt) + this.windowMs - slack;
+  }
+
+  /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */
+  report(lease: Lease, wasSent: boolean): void {
+    if (!reported(lease)) return;
+    void this.queue.sent(lease, wasSent, this.margin(lease)).catch(() => undefined);
+  }
+}

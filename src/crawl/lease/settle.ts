@@ -1,0 +1,136 @@
+import type { Logger } from 'pino';
+import type { FairQueue, Lease, LeaseOutcome } from '../../queue/index.js';
+import type { PageBudget } from './budget.js';
+import type { CrawlItem, PauseNotes } from '../store/index.js';
+import type { CrawlMetrics, Tally } from '../counters/index.js';
+import type { Outcome } from './outcome.js';
+import type { JsonlWriter, PageRecord } from '../output/index.js';
+
+/** A lease being handled: its decoded item and whether it holds a page reservation. */
+export interface LeaseContext {
+  lease: Lease;
+  /** null when the queue item was not written by weir. */
+  item: CrawlItem | null;
+  reserved: boolean;
+}
+
+/**
+ * Carries out an outcome: the one place a lease ends. The queue call, then
+ * the page budget (a reservation is kept only by a page committed 'ok'),
+ * the counters, and the output line (only for what really ended: a commit
+ * that came back 'ok', a dead letter).
+ */
+export class Settler {
+  constructor(
+    private readonly deps: {
+      queue: FairQueue;
+      budget: PageBudget;
+      tally: Tally;
+      out?: JsonlWriter | undefined;
+      metrics?: CrawlMetrics | undefined;
+      log?: Logger | undefined;
+      /** Every output line then says where its WARC record is (null when nothing was fetched). */
+      archiving?: boolean;
+      /** Where a Retry-After pause is noted for `status`. */
+      pauses?: PauseNotes | undefined;
+    },
+  ) {}
+
+  /** `committed`: a commit outcome's answer when its queue call was already made (FairQueue.commitAndTake). */
+  async settle(ctx: LeaseContext, outcome: Outcome, committed?: Promise<LeaseOutcome>): Promise<void> {
+    let kept = false;
+    try {
+      kept = await this.carryOut(ctx, outcome, committed);
+    } finally {
+      if (ctx.reserved && !kept) await this.deps.budget.unreserve();
+      ctx.reserved = false;
+    }
+  }
+
+  /** The queue call and what follows from its answer; true when a page reservation is kept. */
+  private async carryOut(ctx: LeaseContext, outcome: Outcome, committed?: Promise<LeaseOutcome>): Promise<boolean> {
+    const { lease } = ctx;
+    const { queue, tally } = this.deps;
+    switch (outcome.kind) {
+      case 'commit': {
+        const r = await (committed ?? queue.commit(lease));
+        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
+        if (r === 'stale') return this.stale(ctx, 'commit');
+        tally.addAll(lease.queue, outcome.tallies);
+        this.write(ctx, outcome.record);
+        return outcome.page;
+      }
+      case 'retry':
+        return this.retry(ctx, outcome);
+      case 'release': {
+        const r = await queue.release(lease);
+        this.leaseOutcome(r === 'ok' ? 'released' : 'stale');
+        tally.addAll(lease.queue, outcome.tallies);
+        if (r === 'ok') tally.add(lease.queue, 'released');
+        return false;
+      }
+      case 'fail': {
+        const r = await queue.fail(lease, outcome.reason);
+        this.leaseOutcome(r === 'ok' ? 'dead' : 'stale');
+        if (r === 'stale') return this.stale(ctx, 'fail');
+        tally.addAll(lease.queue, outcome.tallies);
+        this.write(ctx, outcome.record);
+        return false;
+      }
+      case 'pause':
+        this.deps.pauses?.note(lease.queue, 'retry-after', await queue.pause(lease.arena, lease.queue, outcome.ms));
+        this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
+        return this.retry(ctx, { kind: 'retry', delayMs: outcome.ms, countAttempt: false, reason: outcome.reason, tallies: outcome.tallies, ...(outcome.item ? { item: outcome.item } : {}) });
+    }
+  }
+
+  private async retry(ctx: LeaseContext, outcome: Extract<Outcome, { kind: 'retry' }>): Promise<boolean> {
+    const { lease } = ctx;
+    const r = await this.deps.queue.retry(lease, { delayMs: outcome.delayMs, countAttempt: outcome.countAttempt, reason: outcome.reason, ...(outcome.item ? { item: outcome.item } : {}) });
+    this.leaseOutcome(r === 'ok' ? 'retried' : r);
+    if (r === 'stale') return this.stale(ctx, 'retry');
+    this.deps.tally.addAll(lease.queue, outcome.tallies);
+    if (r === 'dead') {
+      this.deps.tally.add(lease.queue, 'errors');
+      this.write(ctx, { ...outcome.record, error: `gave up after ${lease.attempt} attempts: ${outcome.reason}` });
+    } else {
+      this.deps.log?.debug({ url: ctx.item?.u, reason: outcome.reason, delayMs: outcome.delayMs, attempt: lease.attempt }, 'will retry');
+    }
+    return false;
+  }
+
+  private leaseOutcome(outcome: 'committed' | 'stale' | 'retried' | 'released' | 'dead'): void {
+    this.deps.metrics?.leases.inc({ outcome });
+  }
+
+  /** The lease had expired: its URL went to another worker, which will record it. */
+  private stale(ctx: LeaseContext, call: string): false {
+    this.deps.tally.add(ctx.lease.queue, 'stale');
+    this.deps.log?.warn({ url: ctx.item?.u, call }, 'lease had expired: another worker has this URL now (no output line, no page counted here)');
+    return false;
+  }
+
+  private write(ctx: LeaseContext, rec: Partial<PageRecord>): void {
+    const { lease, item } = ctx;
+    this.deps.out?.write({
+      url: item?.u ?? lease.item,
+      domain: lease.queue,
+      status: rec.status ?? null,
+      contentType: rec.contentType ?? null,
+      bytes: rec.bytes ?? 0,
+      depth: item?.d ?? 0,
+      referrer: item?.r ?? null,
+      fetchedAt: new Date().toISOString(),
+      elapsedMs: rec.elapsedMs ?? 0,
+      title: rec.title ?? null,
+      links: rec.links ?? 0,
+      enqueued: rec.enqueued ?? 0,
+      redirect: rec.redirect ?? null,
+      attempt: lease.attempt,
+      error: rec.error ?? null,
+      ...(item?.m ? { lastmod: item.m } : {}),
+      ...(rec.sitemap ? { sitemap: rec.sitemap } : {}),
+      ...(this.deps.archiving ? { warc: rec.warc ?? null } : {}),
+    });
+  }
+}

@@ -1,0 +1,115 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { LIMITS, type FairQueue } from '../../queue/index.js';
+import { FetchError, type Fetcher, type FetchResult, type SendGate } from '../fetch/index.js';
+import type { CrawlKeys } from '../store/index.js';
+import { normalizeUrl } from '../urls/index.js';
+import { ROBOTS, robotsRetryMs, type RobotsCache, type RobotsState } from './cache.js';
+import { parseRobots, robotsText } from './parse.js';
+import type { Scope } from '../links/index.js';
+import type { Seed } from '../seed/index.js';
+
+/** The send gate of robots.txt's hop `hop` (0: the request itself; more: its redirects), resolved when that hop may go. */
+export type HopGates = (hop: number, signal: AbortSignal) => Promise<SendGate | undefined>;
+
+export interface RobotsFetchResult {
+  state: RobotsState;
+  /** Crawl-delay in seconds (capped) when the rules set one, else null. */
+  crawlDelay: number | null;
+  /** Its `Sitemap:` lines. */
+  sitemaps: string[];
+}
+
+/**
+ * Fetches an origin's robots.txt (redirects followed inline, RFC 9309
+ * §2.3.1.2), stores what it says for every worker, and lowers the domain's
+ * rate by its Crawl-delay.
+ */
+export class RobotsFetcher {
+  constructor(
+    private readonly deps: {
+      redis: Redis | Cluster;
+      queue: FairQueue;
+      cache: RobotsCache;
+      fetcher: Fetcher;
+      keys: CrawlKeys;
+      seed: Seed;
+      scope: Scope;
+      log?: Logger | undefined;
+      retryBaseMs?: number | undefined;
+    },
+  ) {}
+
+  private failed(failures: number, reason: string): RobotsState {
+    return { state: 'error', failures, retryAt: Date.now() + robotsRetryMs(failures, this.deps.retryBaseMs), reason };
+  }
+
+  /**
+   * Fetches and stores. `gateOf` gives each hop's send gate (waiting first,
+   * as a hop after the first must: each is a request to the site); the
+   * first hop's decides, as its headers are written, whether it still goes.
+   */
+  async fetch(origin: string, domain: string, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsFetchResult> {
+    const state = await this.get(origin, failures, signal, gateOf);
+    await this.deps.cache.set(origin, state);
+    this.deps.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
+    const delay = state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0 ? Math.min(ROBOTS.maxCrawlDelaySeconds, state.rules.crawlDelay) : null;
+    if (delay !== null) await this.applyCrawlDelay(origin, domain, delay);
+    return { state, crawlDelay: delay, sitemaps: state.state === 'rules' ? (state.rules.sitemaps ?? []) : [] };
+  }
+
+  private async get(origin: string, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsState> {
+    let url = `${origin}/robots.txt`;
+    for (let hop = 0; hop <= ROBOTS.maxRedirects; hop++) {
+      let res: FetchResult;
+      try {
+        const gate = await gateOf?.(hop, signal);
+        if (signal.aborted) throw new FetchError('WEIR_NETWORK', 'stopped before robots.txt was sent', 0);
+        res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate });
+      } catch (err) {
+        const e = FetchError.from(err, 0);
+        // Not sent (too late for its slot, or stopped): nothing was learnt; the caller hands its lease back.
+        if (e.code === 'WEIR_LATE' || signal.aborted) throw e;
+        // A refused address will be refused again: no point in retrying.
+        return this.failed(e.code === 'WEIR_PRIVATE_ADDRESS' ? ROBOTS.maxFailures : failures + 1, `${e.code}: ${e.message}`);
+      }
+      const loc = res.headers.location;
+      if (res.status >= 300 && res.status < 400 && loc !== undefined) {
+        const next = normalizeUrl(Array.isArray(loc) ? (loc[0] ?? '') : loc, url);
+        if (!next) break;
+        url = next;
+        continue;
+      }
+      if (res.status >= 200 && res.status < 300) {
+        const rules = parseRobots(robotsText(res.body ?? Buffer.alloc(0)), this.deps.seed.productToken);
+        return { state: 'rules', rules, fetchedAt: Date.now() };
+      }
+      if (res.status >= 400 && res.status < 500) return { state: 'allow-all', status: res.status, fetchedAt: Date.now() };
+      return this.failed(failures + 1, `HTTP ${res.status}`);
+    }
+    // Too many redirects: treated as unreachable (RFC 9309 §2.3.1.2 allows either).
+    return this.failed(failures + 1, 'too many redirects');
+  }
+
+  /** Crawl-delay lowers a domain's rate, never raises it; the largest delay of the domain's origins wins. */
+  private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number): Promise<void> {
+    const { redis, keys, seed, scope, queue } = this.deps;
+    await redis.hset(keys.crawlDelays, origin, String(delaySeconds));
+    const configured = seed.rateLimits[domain];
+    if (configured === undefined) return;
+    // Recompute from every origin's delay, and again if another worker added one meanwhile.
+    for (let i = 0; i < 3; i++) {
+      const all = await redis.hgetall(keys.crawlDelays);
+      const delays = Object.entries(all)
+        .filter(([o]) => scope.domainOf(`${o}/`) === domain)
+        .map(([, d]) => Number(d));
+      // A tiny Crawl-delay (0.0000000001) must not ask for more than the queue can keep.
+      const byDelay = Math.min(LIMITS.maxRate, 1 / Math.max(...delays));
+      const rate = configured === 'unlimited' ? byDelay : Math.min(configured, byDelay);
+      await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: seed.maxInFlightPerDomain } });
+      const again = await redis.hgetall(keys.crawlDelays);
+      if (Object.keys(again).length === Object.keys(all).length) break;
+    }
+    this.deps.log?.info({ domain, origin, crawlDelay: delaySeconds }, 'Crawl-delay applied');
+  }
+}

@@ -1,0 +1,3 @@
+/** The seed file: parsed, validated (every error names its field), stored with the arena. */
+export * from './seed.js';
+export * from './text.js';

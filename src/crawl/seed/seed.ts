@@ -1,0 +1,265 @@
+import { readFile, stat } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { WeirError } from '../../errors.js';
+import { LIMITS, validateArenaName } from '../../queue/index.js';
+import { bloomParams, maxBloomItems, MAX_BLOOM_BITS } from '../dedupe/index.js';
+import { parseDomainKey, DomainMatcher, type DomainKey, normalizeUrl, compileUrlPattern } from '../urls/index.js';
+import { duplicateJsonKey, MAX_SEED_BYTES, shown } from './text.js';
+
+/** Documented defaults of the optional seed fields. */
+export const SEED_DEFAULTS = {
+  userAgent: 'weir/0.1 (+https://www.npmjs.com/package/weir)',
+  maxInFlightPerDomain: 2,
+  allowPrivateNetworks: false,
+  respectNofollow: true,
+  bloom: { expectedUrls: 10_000_000, falsePositiveRate: 0.000001 },
+  /** Whole-request deadline: connect, headers and body together. */
+  requestTimeoutMs: 30_000,
+  /** Most bytes of a body, counted after decompression. */
+  maxBodyBytes: 10 * 1024 * 1024,
+  /** Redirect hops followed from one URL (each hop is a new queued URL). */
+  maxRedirects: 10,
+  /** Sitemaps: true reads those robots.txt lists; a list adds these; false reads none. */
+  sitemaps: true,
+} as const;
+
+export type SeedRate = number | 'unlimited';
+
+/** A validated seed file. */
+export interface Seed {
+  arena: string;
+  userAgent: string;
+  /** The user agent's product token ("weir" in "weir/0.1 (...)"), lowercase: what robots.txt groups are matched on. */
+  productToken: string;
+  rateLimits: Record<string, SeedRate>;
+  start: string[];
+  maxDepth: number | null;
+  maxPages: number | null;
+  maxInFlightPerDomain: number;
+  include: string[];
+  exclude: string[];
+  allowPrivateNetworks: boolean;
+  respectNofollow: boolean;
+  bloom: { expectedUrls: number; falsePositiveRate: number };
+  requestTimeoutMs: number;
+  maxBodyBytes: number;
+  maxRedirects: number;
+  /** true: the `Sitemap:` lines of each in-scope origin's robots.txt; a list: those and these; false: none. */
+  sitemaps: boolean | string[];
+  /**
+   * Shards the arena's queues are split over (src/queue/shards.ts), fixed at
+   * the first kickoff; null: 1 on a single Redis, 4 per master on a Cluster
+   * (or whatever the arena already has).
+   */
+  shards: number | null;
+  /**
+   * Time added to 1/R between two requests' writes to a domain, for the
+   * spread in their delivery and the site's clock (lease/pacer.ts marginFor);
+   * null: 25 ms, or a tenth of the interval when that is less.
+   */
+  sendMarginMs: number | null;
+}
+
+/** A seed file that cannot be used. `field` names the part that is wrong. */
+export class SeedError extends WeirError {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super('WEIR_SEED', field ? `seed field ${field}: ${message}` : `seed file: ${message}`);
+    this.name = 'SeedError';
+    this.field = field;
+  }
+}
+
+const KNOWN = new Set([
+  'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
+  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'shards', 'sendMarginMs',
+]);
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function int(field: string, v: unknown, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new SeedError(field, `must be a whole number from ${min} to ${max}, got ${shown(v)}`);
+  }
+  return v;
+}
+
+function bool(field: string, v: unknown): boolean {
+  if (typeof v !== 'boolean') throw new SeedError(field, `must be true or false, got ${shown(v)}`);
+  return v;
+}
+
+function regexList(field: string, v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new SeedError(field, 'must be a list of regular expressions');
+  return v.map((p, i) => {
+    if (typeof p !== 'string' || p === '') throw new SeedError(`${field}[${i}]`, 'must be a non-empty string');
+    try {
+      compileUrlPattern(p);
+    } catch (err) {
+      throw new SeedError(`${field}[${i}]`, `is not a regular expression weir can run in linear time (RE2 syntax: no look-around, no back-references): ${(err as Error).message}`);
+    }
+    return p;
+  });
+}
+
+function arenaOf(v: unknown): string {
+  if (v === undefined) throw new SeedError('arena', 'is required');
+  if (typeof v !== 'string') throw new SeedError('arena', 'must be a string');
+  try {
+    validateArenaName(v);
+  } catch {
+    throw new SeedError('arena', `must be 1-64 letters, digits, '_', '.' or '-', got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** The user agent and its product token (what robots.txt groups are matched on). */
+function userAgentOf(v: unknown): { userAgent: string; productToken: string } {
+  const userAgent = v ?? SEED_DEFAULTS.userAgent;
+  if (typeof userAgent !== 'string' || userAgent.trim() === '' || userAgent.length > 512) {
+    throw new SeedError('userAgent', 'must be a one-line string of at most 512 characters');
+  }
+  // It is sent as a header value: HTTP clients refuse control characters and
+  // text outside ASCII (undici then fails every request), so weir refuses them first.
+  const bad = [...userAgent].find((ch) => ch !== '\t' && (ch < ' ' || ch > '~'));
+  if (bad !== undefined) throw new SeedError('userAgent', `must be printable ASCII (it is sent as a header), has ${JSON.stringify(bad)} (U+${(bad.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')})`);
+  const productToken = /^([A-Za-z_-]+)/.exec(userAgent.trim())?.[1]?.toLowerCase();
+  if (!productToken) throw new SeedError('userAgent', 'must start with a product token of letters, "_" or "-" (like "weir/0.1"), which robots.txt groups are matched on');
+  return { userAgent, productToken };
+}
+
+function rateOf(field: string, rate: unknown): SeedRate {
+  if (rate === 'unlimited') return 'unlimited';
+  if (typeof rate === 'number' && Number.isFinite(rate) && rate > 0 && rate >= 0.000001 && rate <= 10_000_000) return rate;
+  throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${shown(rate)}`);
+}
+
+function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; matcher: DomainMatcher } {
+  if (v === undefined) throw new SeedError('rateLimits', 'is required');
+  if (!isRecord(v)) throw new SeedError('rateLimits', 'must map domains to requests per second');
+  const rateLimits: Record<string, SeedRate> = {};
+  const keys: DomainKey[] = [];
+  for (const [rawKey, rate] of Object.entries(v)) {
+    const field = `rateLimits.${rawKey}`;
+    const key = parseDomainKey(rawKey);
+    if (typeof key === 'string') throw new SeedError(field, `domain ${key}`);
+    if (Object.hasOwn(rateLimits, key.key)) throw new SeedError(field, `is the same domain as another key (${key.key})`);
+    rateLimits[key.key] = rateOf(field, rate);
+    keys.push(key);
+  }
+  if (keys.length === 0) throw new SeedError('rateLimits', 'must name at least one domain');
+  return { rateLimits, matcher: new DomainMatcher(keys) };
+}
+
+/** One URL of a seed's list: absolute http(s), inside a domain of rateLimits; normalized. */
+function inDomainUrl(field: string, u: unknown, matcher: DomainMatcher): string {
+  if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
+  const n = normalizeUrl(u);
+  if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
+  if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
+  return n;
+}
+
+function startOf(v: unknown, matcher: DomainMatcher): string[] {
+  if (v === undefined) throw new SeedError('start', 'is required');
+  if (!Array.isArray(v) || v.length === 0) throw new SeedError('start', 'must be a non-empty list of URLs');
+  return v.map((u, i) => inDomainUrl(`start[${i}]`, u, matcher));
+}
+
+function sitemapsOf(v: unknown, matcher: DomainMatcher): Seed['sitemaps'] {
+  if (v === undefined) return SEED_DEFAULTS.sitemaps;
+  if (typeof v === 'boolean') return v;
+  if (!Array.isArray(v)) throw new SeedError('sitemaps', `must be true, false or a list of sitemap URLs, got ${shown(v)}`);
+  return v.map((u, i) => inDomainUrl(`sitemaps[${i}]`, u, matcher));
+}
+
+/** The Bloom filter's size; `shards` parts of at most one Redis string each (an unset count: one). */
+function bloomOf(v: unknown, shards: number | null): Seed['bloom'] {
+  const bloom = { ...SEED_DEFAULTS.bloom };
+  if (v === undefined) return bloom;
+  if (!isRecord(v)) throw new SeedError('bloom', 'must be a mapping with expectedUrls and falsePositiveRate');
+  for (const k of Object.keys(v)) if (k !== 'expectedUrls' && k !== 'falsePositiveRate') throw new SeedError(`bloom.${k}`, 'is not a known field');
+  const expectedUrls = v.expectedUrls === undefined ? bloom.expectedUrls : int('bloom.expectedUrls', v.expectedUrls, 1, 1_000_000_000);
+  const fp = v.falsePositiveRate ?? bloom.falsePositiveRate;
+  if (typeof fp !== 'number' || !(fp > 0 && fp < 1)) throw new SeedError('bloom.falsePositiveRate', `must be a number between 0 and 1, got ${shown(fp)}`);
+  const bits = bloomParams(expectedUrls, fp).bits;
+  const parts = shards ?? 1;
+  if (bits > MAX_BLOOM_BITS * parts) {
+    const most = maxBloomItems(fp);
+    const need = Math.ceil(bits / MAX_BLOOM_BITS);
+    throw new SeedError(
+      'bloom.expectedUrls',
+      `${expectedUrls} URLs at a false-positive rate of ${fp} need a bitmap of ${bits} bits, over the ${MAX_BLOOM_BITS} bits one Redis string holds${parts === 1 ? '' : ` in each of ${parts} shards`}: at most ${most} URLs per shard at this rate; set shards to ${need} or more (each shard holds a part of the bitmap), or raise falsePositiveRate`,
+    );
+  }
+  return { expectedUrls, falsePositiveRate: fp };
+}
+
+const optional = <T>(v: unknown, fallback: T, check: (v: unknown) => T): T => (v === undefined ? fallback : check(v));
+const nullable = (v: unknown, check: (v: unknown) => number): number | null => (v === undefined || v === null ? null : check(v));
+
+/** Validates parsed seed data. Throws SeedError naming the field; never touches Redis. */
+export function validateSeed(data: unknown): Seed {
+  if (!isRecord(data)) throw new SeedError('', 'must be a mapping (YAML) or an object (JSON) at the top level');
+  for (const k of Object.keys(data)) if (!KNOWN.has(k)) throw new SeedError(k, `is not a known field (known: ${[...KNOWN].join(', ')})`);
+  const arena = arenaOf(data.arena);
+  const { rateLimits, matcher } = rateLimitsOf(data.rateLimits);
+  const d = SEED_DEFAULTS;
+  const shards = nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards));
+  return {
+    arena,
+    ...userAgentOf(data.userAgent),
+    rateLimits,
+    start: startOf(data.start, matcher),
+    maxDepth: nullable(data.maxDepth, (v) => int('maxDepth', v, 0, 1_000_000)),
+    maxPages: nullable(data.maxPages, (v) => int('maxPages', v, 1, Number.MAX_SAFE_INTEGER)),
+    maxInFlightPerDomain: optional(data.maxInFlightPerDomain, d.maxInFlightPerDomain, (v) => int('maxInFlightPerDomain', v, 1, 10_000)),
+    include: regexList('include', data.include),
+    exclude: regexList('exclude', data.exclude),
+    allowPrivateNetworks: optional(data.allowPrivateNetworks, d.allowPrivateNetworks, (v) => bool('allowPrivateNetworks', v)),
+    respectNofollow: optional(data.respectNofollow, d.respectNofollow, (v) => bool('respectNofollow', v)),
+    bloom: bloomOf(data.bloom, shards),
+    requestTimeoutMs: optional(data.requestTimeoutMs, d.requestTimeoutMs, (v) => int('requestTimeoutMs', v, 100, 3_600_000)),
+    maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
+    maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
+    sitemaps: sitemapsOf(data.sitemaps, matcher),
+    shards,
+    sendMarginMs: nullable(data.sendMarginMs, (v) => int('sendMarginMs', v, 0, LIMITS.maxAheadMs)),
+  };
+}
+
+/** The seed as stored in the arena: its fields without the derived ones (validateSeed reads it back). */
+export function storableSeed(seed: Seed): Record<string, unknown> {
+  const { productToken: _derived, ...fields } = seed;
+  return fields;
+}
+
+/** Parses seed text: JSON when it looks like JSON, else YAML. */
+export function parseSeedText(text: string, name = 'seed'): Seed {
+  if (text.length > MAX_SEED_BYTES) throw new SeedError('', `${name} is over ${MAX_SEED_BYTES} bytes: a seed is configuration (domains, limits, start URLs)`);
+  if (/^\s*[{[]/.test(text.slice(0, 1024))) {
+    const dup = duplicateJsonKey(text);
+    if (dup !== null) throw new SeedError(dup, 'appears twice in the same object: JSON would keep the last one silently');
+  }
+  let data: unknown;
+  try {
+    data = /^\s*[{[]/.test(text) ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100 });
+  } catch (err) {
+    throw new SeedError('', `${name} is not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return validateSeed(data);
+}
+
+export async function loadSeedFile(path: string): Promise<Seed> {
+  let text: string;
+  try {
+    const { size } = await stat(path);
+    if (size > MAX_SEED_BYTES) throw new SeedError('', `${path} is ${size} bytes, over the ${MAX_SEED_BYTES}-byte limit: a seed is configuration (domains, limits, start URLs)`);
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if (err instanceof SeedError) throw err;
+    throw new SeedError('', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseSeedText(text, path);
+}

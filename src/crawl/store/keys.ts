@@ -1,0 +1,92 @@
+/** What naming a crawler key needs of the queue: the arena's own key names (see FairQueue.key). */
+export interface ArenaKeyMaker {
+  key(arena: string, name: string): string;
+}
+
+/**
+ * The crawler's own keys of an arena, beside the queue's: made by the queue
+ * (same prefix and hash tag), so one arena is one Redis Cluster slot and
+ * `weir clear` deletes them too. Written with plain commands (no scheduling
+ * happens here).
+ */
+export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
+  const k = (name: string): string => queue.key(arena, name);
+  return {
+    /** The validated seed as JSON, written by kickoff; workers use this copy. */
+    seed: k('seed'),
+    /** Pages counted against maxPages (reserved before a fetch, returned when it ends in no page). */
+    pages: k('pages'),
+    /** Crawl counters (counters/tally.ts): field "<domain>:<name>" and "*:<name>" for totals. */
+    stats: k('cstats'),
+    /** Crawl-delay per origin, seconds, as read from robots.txt. */
+    crawlDelays: k('crawldelay'),
+    /** robots.txt of one origin (JSON, 24 h TTL). */
+    robots: (origin: string) => k(`robots:${checkOrigin(origin)}`),
+    /** Short lock: one worker fetches an origin's robots.txt. */
+    robotsLock: (origin: string) => k(`robotslock:${checkOrigin(origin)}`),
+    /** Requests per domain and the arena's pages in one 5 s bucket (counters/history.ts), expiring. */
+    history: (bucket: number) => k(`hist:${Math.trunc(bucket)}`),
+    /** Workers by their last flush, ms (Redis clock). */
+    workers: k('workers'),
+    /** Why a domain was last paused by the crawler: field domain, JSON {why, until}. */
+    pauses: k('pauses'),
+    /** Each worker's local seen filter's false-positive rate, as it last flushed (field: worker id). */
+    localFp: k('localfp'),
+  };
+}
+
+export type CrawlKeys = ReturnType<typeof crawlKeys>;
+
+const ORIGIN = /^https?:\/\/(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(:\d{1,5})?$/;
+
+/**
+ * The only page-derived text that becomes part of a key name is an origin,
+ * and only in this shape (scheme, host, port as the URL parser wrote them).
+ */
+export function checkOrigin(origin: string): string {
+  if (!ORIGIN.test(origin)) throw new Error(`not an origin weir keys on: ${JSON.stringify(origin.slice(0, 100))}`);
+  return origin;
+}
+
+/** A queued URL. Short names: millions of these sit in Redis. */
+export interface CrawlItem {
+  /** The normalized URL. */
+  u: string;
+  /** Depth: links followed from a start URL (redirect hops add none). */
+  d: number;
+  /** The page it was found on, or null for a start URL. */
+  r: string | null;
+  /** Redirect hops that led here. */
+  h: number;
+  /** Times a server has asked to slow down (429/503 Retry-After) for this URL; absent = 0. */
+  p?: number;
+  /** 's': a sitemap to read, not a page; absent for pages. */
+  k?: 's';
+  /** A sitemap's nesting: 0 when listed by robots.txt or the seed, +1 per index file above it. */
+  n?: number;
+  /** A page's lastmod, as the sitemap that listed it gave it. */
+  m?: string;
+}
+
+export function encodeItem(item: CrawlItem): string {
+  return JSON.stringify(item);
+}
+
+/** Parses a queue item; null for anything malformed (it was not written by weir). */
+export function decodeItem(text: string): CrawlItem | null {
+  try {
+    const v = JSON.parse(text) as Partial<CrawlItem>;
+    if (typeof v.u !== 'string' || typeof v.d !== 'number' || typeof v.h !== 'number') return null;
+    return {
+      u: v.u,
+      d: v.d,
+      r: typeof v.r === 'string' ? v.r : null,
+      h: v.h,
+      ...(typeof v.p === 'number' && v.p > 0 ? { p: v.p } : {}),
+      ...(v.k === 's' ? { k: 's' as const, n: typeof v.n === 'number' ? v.n : 0 } : {}),
+      ...(typeof v.m === 'string' ? { m: v.m } : {}),
+    };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,130 @@
+import { isWeirError } from '../errors.js';
+import type { Lease } from '../queue/index.js';
+import type { CrawlMetrics } from './counters/index.js';
+import { decodeBody, type Fetcher, isHtml, type FetchOptions, type FetchResult } from './fetch/index.js';
+import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, type Outcome, type SendPacer } from './lease/index.js';
+import { type LinkFollower, SITEMAP_LIMITS, SitemapReader } from './links/index.js';
+import type { PageRecord } from './output/index.js';
+import { encodeItem, type CrawlItem } from './store/index.js';
+
+/** What fetching a URL in its slot needs of the worker. */
+export interface UrlFetchDeps {
+  pacer: SendPacer;
+  fetcher: Fetcher;
+  links: LinkFollower;
+  /** The worker's fetches stop with this (stopping: the lease goes back). */
+  signal: AbortSignal;
+  tally: { add(domain: string, name: 'bytes', n: number): void };
+  metrics?: CrawlMetrics | undefined;
+  maxBodyBytes: number;
+  retryBaseMs?: number | undefined;
+  pacingFloorMs?: number | undefined;
+}
+
+const looksLikeHtml = (text: string): boolean => /^\s*<(!doctype html|html|head|body)/i.test(text.slice(0, 512));
+
+/**
+ * A URL the worker may fetch (robots.txt allows it, a page of maxPages is
+ * reserved): its request held to the lease's slot and sent only if still
+ * in time, its response classified (a redirect queues its target,
+ * Retry-After pauses the domain, 5xx retries), and a final page's links or
+ * a sitemap's URLs followed. Each ends in the lease's Outcome.
+ */
+export class UrlFetch {
+  constructor(private readonly d: UrlFetchDeps) {}
+
+  /**
+   * One request in the lease's rate slot: held until the slot, sent only if
+   * still in time (the send gate). An Outcome when it was not had: stopping,
+   * too late for its slot, or a fetch error to retry.
+   */
+  private async inSlot(lease: Lease, url: string, opts: Omit<FetchOptions, 'signal' | 'gate'>): Promise<FetchResult | Outcome> {
+    const send = await this.d.pacer.hold(lease, this.d.signal, this.d.fetcher.prepare(url));
+    if (send === null) return release();
+    try {
+      const res = await this.d.fetcher.fetch(url, { ...opts, signal: this.d.signal, gate: send });
+      this.d.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
+      this.d.tally.add(lease.queue, 'bytes', res.bytes);
+      return res;
+    } catch (err) {
+      // Not sent: stopping, or too late for its slot (counted by the pacer).
+      if (this.d.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
+      this.d.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
+      return fetchFailed(err, lease.attempt, this.d.retryBaseMs);
+    } finally {
+      send.done();
+    }
+  }
+
+  /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
+  async page(lease: Lease, item: CrawlItem): Promise<Outcome> {
+    const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
+    const res = await this.inSlot(lease, item.u, { wantBody });
+    if ('kind' in res) return res;
+    return this.classified(lease, item, res, (rec) => this.final(item, res, rec));
+  }
+
+  /** A response, page or sitemap: a redirect queues its target; Retry-After paces; 5xx retries; else `final`. */
+  private async classified(lease: Lease, item: CrawlItem, res: FetchResult, final: (rec: Partial<PageRecord>) => Promise<Outcome>): Promise<Outcome> {
+    const rec = { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, warc: res.warc };
+    switch (classifyResponse(res)) {
+      case 'redirect': {
+        const r = await this.d.links.redirect(item, res);
+        return commit({ ...rec, redirect: r.target, error: r.error }, [['redirects', 1], ...r.tallies]);
+      }
+      case 'slow-down': {
+        const o = slowDown(res, item.p ?? 0, this.d.pacingFloorMs);
+        if (o.kind === 'pause') return { ...o, item: encodeItem({ ...item, p: (item.p ?? 0) + 1 }) };
+        return o.kind === 'fail' ? { ...o, record: { ...rec, ...o.record } } : o;
+      }
+      case 'server-error':
+        return retryLater(lease.attempt, `HTTP ${res.status}`, rec, this.d.retryBaseMs);
+      case 'final':
+        return final(rec);
+    }
+  }
+
+  /**
+   * A sitemap: fetched in its slot like a page (robots.txt was checked), read
+   * as it streams (links/sitemap.ts); its pages queued at depth 0, its child
+   * sitemaps one level down. Redirects, Retry-After and 5xx as for pages.
+   */
+  async sitemap(lease: Lease, item: CrawlItem): Promise<Outcome> {
+    const reader = new SitemapReader();
+    const res = await this.inSlot(lease, item.u, { wantBody: (_ct, status) => status >= 200 && status < 300, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c) });
+    if ('kind' in res) return res;
+    return this.classified(lease, item, res, async (rec) => {
+      if (res.status < 200 || res.status >= 300) return commit({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
+      const map = await reader.end();
+      const pages = await this.d.links.sitemapPages(item, map.urls);
+      const children = await this.d.links.sitemaps(map.sitemaps.map((s) => s.loc), item.u, (item.n ?? 0) + 1, item.u);
+      const ignored = map.ignored + children.ignored;
+      const enqueued = pages.enqueued + children.enqueued;
+      return commit(
+        {
+          ...rec,
+          links: map.urls.length + map.sitemaps.length,
+          enqueued,
+          error: map.truncated ? `sitemap cut at ${SITEMAP_LIMITS.maxBytes} bytes uncompressed` : map.error,
+          sitemap: { format: map.format, urls: map.urls.length, sitemaps: map.sitemaps.length, ignored, truncated: map.truncated },
+        },
+        [['sitemaps', 1], ['sitemapUrls', pages.inScope], ['sitemapIgnored', ignored], ['enqueued', enqueued], ['dedupeHits', pages.inScope - pages.enqueued]],
+      );
+    });
+  }
+
+  /** A final response: its links followed when it is HTML. */
+  private async final(item: CrawlItem, res: FetchResult, rec: Partial<PageRecord>): Promise<Outcome> {
+    const tallies: Outcome['tallies'] = [['pages', 1], [`${Math.floor(res.status / 100)}xx` as '2xx', 1]];
+    let record = { ...rec, error: res.truncated ? `body over ${this.d.maxBodyBytes} bytes: truncated` : null } as Parameters<typeof commit>[0];
+    if (res.status >= 200 && res.status < 300 && res.body) {
+      const text = decodeBody(res.body, res.contentType);
+      if (res.contentType !== null || looksLikeHtml(text)) {
+        const f = await this.d.links.follow(item, res, text);
+        record = { ...record, links: f.links, enqueued: f.enqueued, title: f.title, ...(f.error ? { error: f.error } : {}) };
+        tallies.push(...f.tallies);
+      }
+    }
+    return commit(record, tallies, true);
+  }
+}
