@@ -43,15 +43,29 @@ export const ERROR_CODES = {
 
 export type WeirErrorCode = keyof typeof ERROR_CODES;
 
+/**
+ * Every WeirError carries this (a registered symbol, as undici brands its
+ * errors), so isWeirError knows one made by another installed copy of weir,
+ * which `instanceof` would not.
+ */
+const BRAND = Symbol.for('weir.WeirError');
+
 export class WeirError extends Error {
   readonly code: WeirErrorCode;
   constructor(code: WeirErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'WeirError';
     this.code = code;
+    Object.defineProperty(this, BRAND, { value: true });
   }
 }
 
+/** Whether `code` is one of ERROR_CODES. */
+export const isWeirErrorCode = (code: unknown): code is WeirErrorCode => typeof code === 'string' && Object.hasOwn(ERROR_CODES, code);
+
+/** A WeirError (of this copy of weir or another), with `code` if given. */
 export function isWeirError(err: unknown, code?: WeirErrorCode): err is WeirError {
-  return err instanceof WeirError && (code === undefined || err.code === code);
+  if (typeof err !== 'object' || err === null || (err as Record<symbol, unknown>)[BRAND] !== true) return false;
+  const c = (err as { code?: unknown }).code;
+  return isWeirErrorCode(c) && (code === undefined || c === code);
 }

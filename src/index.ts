@@ -15,6 +15,9 @@ import { runCrawl, runWorker, type CrawlResult } from './crawl/run.js';
 import { loadSeedFile, validateSeed, type Seed } from './crawl/seed/index.js';
 import { crawlStats, type CrawlStats } from './crawl/counters/index.js';
 import { CrawlWorker, WORKER_DEFAULTS, type OnPage, type WorkerSummary } from './crawl/worker.js';
+import { MIN_LEASE_MS } from './crawl/worker-options.js';
+import { WeirError } from './errors.js';
+import { LIMITS } from './queue/index.js';
 
 export interface ApiOptions {
   /** A connected client (yours to close), or a Redis URL (default REDIS_URL, else redis://127.0.0.1:6379). */
@@ -42,13 +45,20 @@ async function open(redis: ApiOptions['redis']): Promise<{ client: Redis; owned:
 
 async function seedOf(seed: Seed | string | Record<string, unknown>): Promise<Seed> {
   if (typeof seed === 'string') return loadSeedFile(seed);
-  return 'productToken' in seed ? (seed as Seed) : validateSeed(seed);
+  // Validated every time, also a Seed from validateSeed: an object that only
+  // looks like one (or one changed since) must not pass unchecked. Its derived
+  // field is derived again.
+  const { productToken: _derived, ...fields } = seed as Record<string, unknown>;
+  return validateSeed(fields);
 }
 
 function workerOptions(options: ApiOptions) {
+  if (options.leaseMs !== undefined && !(Number.isInteger(options.leaseMs) && options.leaseMs >= MIN_LEASE_MS && options.leaseMs <= LIMITS.maxLeaseMs)) {
+    throw new WeirError('WEIR_BAD_ARGS', `leaseMs must be a whole number of ms from ${MIN_LEASE_MS} to ${LIMITS.maxLeaseMs}, got ${String(options.leaseMs)}`);
+  }
   return {
     concurrency: options.concurrency ?? WORKER_DEFAULTS.concurrency,
-    ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     ...(options.lingerMs !== undefined ? { lingerMs: options.lingerMs } : {}),
     ...(options.spareLeases !== undefined ? { spareLeases: options.spareLeases } : {}),
     ...(options.onPage ? { onPage: options.onPage } : {}),
@@ -65,10 +75,11 @@ function workerOptions(options: ApiOptions) {
  */
 export async function worker(seedInput: Seed | string | Record<string, unknown>, options: ApiOptions & { exitWhenDone?: boolean } = {}): Promise<WorkerSummary> {
   const seed = await seedOf(seedInput);
+  const settings = workerOptions(options);
   const { client, owned } = await open(options.redis);
   const out = options.out ? new JsonlWriter(options.out) : undefined;
   try {
-    return await runWorker(client, seed, { ...workerOptions(options), exitWhenDone: options.exitWhenDone ?? true, ...(out ? { out } : {}) });
+    return await runWorker(client, seed, { ...settings, exitWhenDone: options.exitWhenDone ?? true, ...(out ? { out } : {}) });
   } finally {
     await out?.close();
     if (owned) client.disconnect();
@@ -82,9 +93,10 @@ export async function worker(seedInput: Seed | string | Record<string, unknown>,
  */
 export async function crawl(seedInput: Seed | string | Record<string, unknown>, options: ApiOptions & { workers?: number } = {}): Promise<CrawlResult> {
   const seed = await seedOf(seedInput);
+  const settings = workerOptions(options);
   const { client, owned } = await open(options.redis);
   try {
-    return await runCrawl(client, seed, { ...workerOptions(options), workers: options.workers ?? 2, ...(options.out ? { out: options.out } : {}) });
+    return await runCrawl(client, seed, { ...settings, workers: options.workers ?? 2, ...(options.out ? { out: options.out } : {}) });
   } finally {
     if (owned) client.disconnect();
   }

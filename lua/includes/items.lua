@@ -21,202 +21,206 @@
   it in `items` as "<qid>:<tc>": it moves on the queue's first touch.
 ]]
 --@include "record"
+local HEADC, TAILC, qfetch, flush_items, push_tail, push_front, take_head
+-- Its private helpers live in the block below, so they take no place
+-- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+do
+  -- A chunk is sealed before it would pass this many bytes (so it stays within
+  -- jemalloc's 1 KiB size class) or hold this many items. A call reads its
+  -- queue's open and head chunks whole, and Redis's Lua hashes every byte of
+  -- every string a script gets (its defence against hash flooding), so
+  -- smaller chunks cost each call less (callgrind, 2,000 commit-and-takes:
+  -- 966 M instructions at 2,040 bytes, 920 M at 1,020); larger ones cost a
+  -- command less per so many items and save a little memory.
+  local CHUNK_BYTES = 1020
+  local CHUNK_ITEMS = 128
 
--- A chunk is sealed before it would pass this many bytes (so it stays within
--- jemalloc's 1 KiB size class) or hold this many items. A call reads its
--- queue's open and head chunks whole, and Redis's Lua hashes every byte of
--- every string a script gets (its defence against hash flooding), so
--- smaller chunks cost each call less (callgrind, 2,000 commit-and-takes:
--- 966 M instructions at 2,040 bytes, 920 M at 1,020); larger ones cost a
--- command less per so many items and save a little memory.
-local CHUNK_BYTES = 1020
-local CHUNK_ITEMS = 128
+  -- Chunks read or being written in this call: the sealed head chunk per queue
+  -- ({data, dirty}: data nil while chunk hc is still in `items`; dirty: to
+  -- be written as "<qid>:h"), and the open tail chunk per queue ({parts,
+  -- dirty, legacy}).
+  HEADC = {}
+  TAILC = {}
 
--- Chunks read or being written in this call: the sealed head chunk per queue
--- ({data, dirty}: data nil while chunk hc is still in `items`; dirty: to
--- be written as "<qid>:h"), and the open tail chunk per queue ({parts,
--- dirty, legacy}).
-local HEADC = {}
-local TAILC = {}
-
-local function tail_field(qid)
-  return qid .. ':t'
-end
-
-local function head_field(qid)
-  return qid .. ':h'
-end
-
--- The open chunk as read (false: none yet); an arena's older layout moved.
-local function tail_read(qid, st, data)
-  local tail = { parts = {}, dirty = false }
-  if not data and st.tn > 0 then
-    -- Key-schema 1: the open chunk is still in `items`.
-    tail.legacy = qid .. ':' .. fmt(st.tc)
-    data = rcall('HGET', K_ITEMS, tail.legacy)
-    tail.dirty = true
+  local function tail_field(qid)
+    return qid .. ':t'
   end
-  if data and data ~= '' then tail.parts[1] = data end
-  TAILC[qid] = tail
-  return tail
-end
 
--- A queue's record, and with it its open and head chunks in the same
--- command, for a call that will likely append to the queue or read its
--- head. (A record this call has read already is not read again: its chunks
--- then come when needed, open_tail and head_data.)
-local function qfetch(qid)
-  local st = QCACHE[qid]
-  if st then return st end
-  local tf = tail_field(qid)
-  if FIELDC[qid] == nil then
-    local hf = head_field(qid)
-    local v = rcall('HMGET', K_STATE, qid, tf, hf)
-    FIELDC[qid], FIELDC[tf], FIELDC[hf] = v[1], v[2], v[3]
+  local function head_field(qid)
+    return qid .. ':h'
   end
-  st = qparse(qid, FIELDC[qid])
-  tail_read(qid, st, FIELDC[tf])
-  return st
-end
 
-local function open_tail(qid, st)
-  if TAILC[qid] then return TAILC[qid] end
-  local data = FIELDC[tail_field(qid)]
-  if data == nil then data = rcall('HGET', K_STATE, tail_field(qid)) end
-  return tail_read(qid, st, data)
-end
-
--- The open and head chunks changed in this call, as field/value pairs for
--- the call's HSET (arena.lua flush); chunks moved from an older layout are
--- deleted there.
-local function flush_items()
-  local out = {}
-  for qid, head in pairs(HEADC) do
-    if head.dirty then
-      out[#out + 1] = head_field(qid)
-      out[#out + 1] = head.data or ''
-      head.dirty = false
-    end
-  end
-  for qid, tail in pairs(TAILC) do
-    if tail.dirty then
-      out[#out + 1] = tail_field(qid)
-      out[#out + 1] = tconcat(tail.parts)
-      if tail.legacy then rcall('HDEL', K_ITEMS, tail.legacy) end
-      tail.dirty = false
-      tail.legacy = nil
-    end
-  end
-  return out
-end
-
--- Appends an item at the tail (it has no attempts yet). The caller keeps
--- the arena's `queued` counter.
-local function push_tail(qid, st, item)
-  local tail = open_tail(qid, st)
-  local entry = spack('>I4', #item) .. item
-  if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
-    -- Seal this chunk, the item opens the next: into "<qid>:h" when it is
-    -- the one being read, else into `items`.
-    local sealed = tconcat(tail.parts)
-    if st.hc == st.tc then
-      HEADC[qid] = { data = sealed, dirty = true }
-      if tail.legacy then rcall('HDEL', K_ITEMS, tail.legacy) end
-    else
-      rcall('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), sealed)
-    end
-    -- (A chunk moved from an older layout is now sealed: kept where it went.)
-    tail.legacy = nil
-    st.tc = st.tc + 1
-    st.tn = 0
-    st.tb = 0
-    tail.parts = {}
-  end
-  tail.parts[#tail.parts + 1] = entry
-  tail.dirty = true
-  st.tn = st.tn + 1
-  st.tb = st.tb + #entry
-  st.q = st.q + 1
-  qdirty(qid, st)
-end
-
--- Puts an item back at the head with what it has been through.
-local function push_front(qid, st, item, attempts, reason)
-  st.fn = st.fn + 1
-  rcall('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), spack('>I4I4', attempts, #reason) .. reason .. item)
-  st.q = st.q + 1
-  qdirty(qid, st)
-  mincr('queued', 1)
-end
-
-local function pop_front(qid, st)
-  local field = qid .. ':f' .. fmt(st.fn)
-  local v = rcall('HGET', K_ITEMS, field)
-  rcall('HDEL', K_ITEMS, field)
-  st.fn = st.fn - 1
-  st.q = st.q - 1
-  qdirty(qid, st)
-  if not v then return nil, 0 end
-  local attempts, rlen = sunpack('>I4I4', v)
-  return ssub(v, 9 + rlen), attempts
-end
-
--- The chunk items are read from: the open one, or the sealed one beside
--- the record ("<qid>:h", read with it or now), moved there from `items`
--- when it is not there yet.
-local function head_data(qid, st)
-  if st.hc == st.tc then
-    -- (Joined once: a batch may read several items of it.)
-    local tail = open_tail(qid, st)
-    if #tail.parts > 1 then tail.parts = { tconcat(tail.parts) } end
-    return tail.parts[1] or ''
-  end
-  local head = HEADC[qid]
-  if not head then
-    -- (Nothing read through in this call yet: "<qid>:h" is chunk hc or empty.)
-    local data = FIELDC[head_field(qid)]
-    if data == nil then data = rcall('HGET', K_STATE, head_field(qid)) end
-    head = { data = data ~= '' and data or nil, dirty = false }
-    HEADC[qid] = head
-  end
-  if head.data == nil then
-    local f = qid .. ':' .. fmt(st.hc)
-    head.data = rcall('HGET', K_ITEMS, f) or ''
-    rcall('HDEL', K_ITEMS, f)
-    head.dirty = true
-  end
-  return head.data
-end
-
--- Takes the item at the head: the front stack first, then the head chunk.
--- Returns item, attempts so far (nil when the storage was tampered with).
-local function take_head(qid, st)
-  if st.fn > 0 then return pop_front(qid, st) end
-  local data = head_data(qid, st)
-  st.q = st.q - 1
-  qdirty(qid, st)
-  if st.ho + 4 > #data then return nil, 0 end
-  local len = sunpack('>I4', data, st.ho + 1)
-  local item = ssub(data, st.ho + 5, st.ho + 4 + len)
-  st.ho = st.ho + 4 + len
-  if st.ho >= #data and (st.hc < st.tc or st.q - st.fn <= 0) then
-    -- Read through: a sealed chunk is deleted; the open one, if this was
-    -- it, is emptied (the queue's chunks are empty now) and the next
-    -- append opens a fresh one.
-    if st.hc < st.tc then
-      -- The next sealed chunk, if any, is in `items` (head_data moves it);
-      -- "<qid>:h" is emptied.
-      HEADC[qid] = { data = nil, dirty = true }
-    else
-      local tail = open_tail(qid, st)
-      tail.parts = {}
+  -- The open chunk as read (false: none yet); an arena's older layout moved.
+  local function tail_read(qid, st, data)
+    local tail = { parts = {}, dirty = false }
+    if not data and st.tn > 0 then
+      -- Key-schema 1: the open chunk is still in `items`.
+      tail.legacy = qid .. ':' .. fmt(st.tc)
+      data = rcall('HGET', K_ITEMS, tail.legacy)
       tail.dirty = true
+    end
+    if data and data ~= '' then tail.parts[1] = data end
+    TAILC[qid] = tail
+    return tail
+  end
+
+  -- A queue's record, and with it its open and head chunks in the same
+  -- command, for a call that will likely append to the queue or read its
+  -- head. (A record this call has read already is not read again: its chunks
+  -- then come when needed, open_tail and head_data.)
+  function qfetch(qid)
+    local st = QCACHE[qid]
+    if st then return st end
+    local tf = tail_field(qid)
+    if FIELDC[qid] == nil then
+      local hf = head_field(qid)
+      local v = rcall('HMGET', K_STATE, qid, tf, hf)
+      FIELDC[qid], FIELDC[tf], FIELDC[hf] = v[1], v[2], v[3]
+    end
+    st = qparse(qid, FIELDC[qid])
+    tail_read(qid, st, FIELDC[tf])
+    return st
+  end
+
+  local function open_tail(qid, st)
+    if TAILC[qid] then return TAILC[qid] end
+    local data = FIELDC[tail_field(qid)]
+    if data == nil then data = rcall('HGET', K_STATE, tail_field(qid)) end
+    return tail_read(qid, st, data)
+  end
+
+  -- The open and head chunks changed in this call, as field/value pairs for
+  -- the call's HSET (arena.lua flush); chunks moved from an older layout are
+  -- deleted there.
+  function flush_items()
+    local out = {}
+    for qid, head in pairs(HEADC) do
+      if head.dirty then
+        out[#out + 1] = head_field(qid)
+        out[#out + 1] = head.data or ''
+        head.dirty = false
+      end
+    end
+    for qid, tail in pairs(TAILC) do
+      if tail.dirty then
+        out[#out + 1] = tail_field(qid)
+        out[#out + 1] = tconcat(tail.parts)
+        if tail.legacy then rcall('HDEL', K_ITEMS, tail.legacy) end
+        tail.dirty = false
+        tail.legacy = nil
+      end
+    end
+    return out
+  end
+
+  -- Appends an item at the tail (it has no attempts yet). The caller keeps
+  -- the arena's `queued` counter.
+  function push_tail(qid, st, item)
+    local tail = open_tail(qid, st)
+    local entry = spack('>I4', #item) .. item
+    if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
+      -- Seal this chunk, the item opens the next: into "<qid>:h" when it is
+      -- the one being read, else into `items`.
+      local sealed = tconcat(tail.parts)
+      if st.hc == st.tc then
+        HEADC[qid] = { data = sealed, dirty = true }
+        if tail.legacy then rcall('HDEL', K_ITEMS, tail.legacy) end
+      else
+        rcall('HSET', K_ITEMS, qid .. ':' .. fmt(st.tc), sealed)
+      end
+      -- (A chunk moved from an older layout is now sealed: kept where it went.)
+      tail.legacy = nil
       st.tc = st.tc + 1
       st.tn = 0
       st.tb = 0
+      tail.parts = {}
     end
-    st.hc = st.hc + 1
-    st.ho = 0
+    tail.parts[#tail.parts + 1] = entry
+    tail.dirty = true
+    st.tn = st.tn + 1
+    st.tb = st.tb + #entry
+    st.q = st.q + 1
+    qdirty(qid, st)
   end
-  return item, 0
+
+  -- Puts an item back at the head with what it has been through.
+  function push_front(qid, st, item, attempts, reason)
+    st.fn = st.fn + 1
+    rcall('HSET', K_ITEMS, qid .. ':f' .. fmt(st.fn), spack('>I4I4', attempts, #reason) .. reason .. item)
+    st.q = st.q + 1
+    qdirty(qid, st)
+    mincr('queued', 1)
+  end
+
+  local function pop_front(qid, st)
+    local field = qid .. ':f' .. fmt(st.fn)
+    local v = rcall('HGET', K_ITEMS, field)
+    rcall('HDEL', K_ITEMS, field)
+    st.fn = st.fn - 1
+    st.q = st.q - 1
+    qdirty(qid, st)
+    if not v then return nil, 0 end
+    local attempts, rlen = sunpack('>I4I4', v)
+    return ssub(v, 9 + rlen), attempts
+  end
+
+  -- The chunk items are read from: the open one, or the sealed one beside
+  -- the record ("<qid>:h", read with it or now), moved there from `items`
+  -- when it is not there yet.
+  local function head_data(qid, st)
+    if st.hc == st.tc then
+      -- (Joined once: a batch may read several items of it.)
+      local tail = open_tail(qid, st)
+      if #tail.parts > 1 then tail.parts = { tconcat(tail.parts) } end
+      return tail.parts[1] or ''
+    end
+    local head = HEADC[qid]
+    if not head then
+      -- (Nothing read through in this call yet: "<qid>:h" is chunk hc or empty.)
+      local data = FIELDC[head_field(qid)]
+      if data == nil then data = rcall('HGET', K_STATE, head_field(qid)) end
+      head = { data = data ~= '' and data or nil, dirty = false }
+      HEADC[qid] = head
+    end
+    if head.data == nil then
+      local f = qid .. ':' .. fmt(st.hc)
+      head.data = rcall('HGET', K_ITEMS, f) or ''
+      rcall('HDEL', K_ITEMS, f)
+      head.dirty = true
+    end
+    return head.data
+  end
+
+  -- Takes the item at the head: the front stack first, then the head chunk.
+  -- Returns item, attempts so far (nil when the storage was tampered with).
+  function take_head(qid, st)
+    if st.fn > 0 then return pop_front(qid, st) end
+    local data = head_data(qid, st)
+    st.q = st.q - 1
+    qdirty(qid, st)
+    if st.ho + 4 > #data then return nil, 0 end
+    local len = sunpack('>I4', data, st.ho + 1)
+    local item = ssub(data, st.ho + 5, st.ho + 4 + len)
+    st.ho = st.ho + 4 + len
+    if st.ho >= #data and (st.hc < st.tc or st.q - st.fn <= 0) then
+      -- Read through: a sealed chunk is deleted; the open one, if this was
+      -- it, is emptied (the queue's chunks are empty now) and the next
+      -- append opens a fresh one.
+      if st.hc < st.tc then
+        -- The next sealed chunk, if any, is in `items` (head_data moves it);
+        -- "<qid>:h" is emptied.
+        HEADC[qid] = { data = nil, dirty = true }
+      else
+        local tail = open_tail(qid, st)
+        tail.parts = {}
+        tail.dirty = true
+        st.tc = st.tc + 1
+        st.tn = 0
+        st.tb = 0
+      end
+      st.hc = st.hc + 1
+      st.ho = 0
+    end
+    return item, 0
+  end
 end

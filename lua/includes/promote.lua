@@ -14,50 +14,54 @@
   always-ready queues there are, and one asking for more gets the fair share.
 ]]
 --@include "leases"
+local promote_due_retries, promote_due_queues
+-- Its private helpers live in the block below, so they take no place
+-- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+do
+  -- Bounds on the upkeep one call does, so no call can block Redis for long
+  -- (and leases.lua's REAP_BATCH).
+  local PROMOTE_BATCH = 100
 
--- Bounds on the upkeep one call does, so no call can block Redis for long
--- (and leases.lua's REAP_BATCH).
-local PROMOTE_BATCH = 100
-
--- Retries whose delay is over go back to the head of their queue.
-local function promote_due_retries(now)
-  if not bound_passed('delayat', now) then return end
-  local due = rcall('ZRANGEBYSCORE', K_DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_BATCH)
-  for _, t in ipairs(due) do
-    local rec = rcall('HGET', K_DELAYDATA, t)
-    rcall('ZREM', K_DELAYED, t)
-    rcall('HDEL', K_DELAYDATA, t)
-    if rec then
-      local a = sfind(rec, ':', 1, true)
-      local b = sfind(rec, ':', a + 1, true)
-      local c = sfind(rec, ':', b + 1, true)
-      local qid = ssub(rec, 1, a - 1)
-      local attempts = tonumber(ssub(rec, a + 1, b - 1))
-      local rlen = tonumber(ssub(rec, b + 1, c - 1))
-      local st = qstate(qid)
-      st.d = st.d - 1
-      mincr('delayed', -1)
-      push_front(qid, st, ssub(rec, c + rlen + 1), attempts, ssub(rec, c + 1, c + rlen))
-      activate(qid, now)
+  -- Retries whose delay is over go back to the head of their queue.
+  function promote_due_retries(now)
+    if not bound_passed('delayat', now) then return end
+    local due = rcall('ZRANGEBYSCORE', K_DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_BATCH)
+    for _, t in ipairs(due) do
+      local rec = rcall('HGET', K_DELAYDATA, t)
+      rcall('ZREM', K_DELAYED, t)
+      rcall('HDEL', K_DELAYDATA, t)
+      if rec then
+        local a = sfind(rec, ':', 1, true)
+        local b = sfind(rec, ':', a + 1, true)
+        local c = sfind(rec, ':', b + 1, true)
+        local qid = ssub(rec, 1, a - 1)
+        local attempts = tonumber(ssub(rec, a + 1, b - 1))
+        local rlen = tonumber(ssub(rec, b + 1, c - 1))
+        local st = qstate(qid)
+        st.d = st.d - 1
+        mincr('delayed', -1)
+        push_front(qid, st, ssub(rec, c + rlen + 1), attempts, ssub(rec, c + 1, c + rlen))
+        activate(qid, now)
+      end
     end
+    reset_bound('delayat', K_DELAYED)
   end
-  reset_bound('delayat', K_DELAYED)
-end
 
--- Queues whose slot has come (or comes within `ahead`) leave `sched`, earliest
--- first, for the round-robin at their fair turn (see above).
-local function promote_due_queues(horizon)
-  if not bound_passed('schedat', horizon) then return end
-  local due = rcall('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
-  if #due == 0 then return reset_bound('schedat', K_SCHED) end
-  local turn, gap = mget('turn'), mget('gap')
-  local head = rcall('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
-  local first = tonumber(head[2] or turn)
-  for i, qid in ipairs(due) do
-    rcall('ZREM', K_SCHED, qid)
-    local skipped = gap > 0 and qstate(qid).iv / gap or math.huge
-    -- (+ i/1000: queues placed together keep their slots' order.)
-    rcall('ZADD', K_READY, sformat('%.3f', mmax(turn - skipped, first - 1) + i / 1000), qid)
+  -- Queues whose slot has come (or comes within `ahead`) leave `sched`, earliest
+  -- first, for the round-robin at their fair turn (see above).
+  function promote_due_queues(horizon)
+    if not bound_passed('schedat', horizon) then return end
+    local due = rcall('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
+    if #due == 0 then return reset_bound('schedat', K_SCHED) end
+    local turn, gap = mget('turn'), mget('gap')
+    local head = rcall('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+    local first = tonumber(head[2] or turn)
+    for i, qid in ipairs(due) do
+      rcall('ZREM', K_SCHED, qid)
+      local skipped = gap > 0 and qstate(qid).iv / gap or math.huge
+      -- (+ i/1000: queues placed together keep their slots' order.)
+      rcall('ZADD', K_READY, sformat('%.3f', mmax(turn - skipped, first - 1) + i / 1000), qid)
+    end
+    reset_bound('schedat', K_SCHED)
   end
-  reset_bound('schedat', K_SCHED)
 end

@@ -23,82 +23,86 @@
   never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
+local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of
+-- Its private helpers live in the block below, so they take no place
+-- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+do
+  local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
+  -- (Built without string.rep: a function library's top level, where this
+  -- runs once at load, may use no global but `redis`.)
+  local QFMT = '<'
+  for _ = 1, #QFIELDS do QFMT = QFMT .. 'd' end
+  local QFIXED = #QFIELDS * 8
 
-local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
--- (Built without string.rep: a function library's top level, where this
--- runs once at load, may use no global but `redis`.)
-local QFMT = '<'
-for _ = 1, #QFIELDS do QFMT = QFMT .. 'd' end
-local QFIXED = #QFIELDS * 8
+  QCACHE = {}
+  QDIRTY = {}
 
-local QCACHE = {}
-local QDIRTY = {}
-
--- (The record is built and packed field by field, in QFIELDS order, rather
--- than by looping over QFIELDS: a table constructor sizes the table once,
--- and every queue a call touches is read and written through these two.)
-local function qrecord(ss, name, q, l, hc, ho, tc, tn, tb, fn, nx, c, cap, p, iv, hold, d, done, dead, cl)
-  return {
-    name = name, q = q, l = l, hc = hc, ho = ho, tc = tc, tn = tn, tb = tb, fn = fn, nx = nx,
-    c = c, cap = cap, p = p, iv = iv, hold = hold, d = d, done = done, dead = dead, cl = cl, ss = ss,
-  }
-end
-
-local function qpack(st)
-  local rec = spack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
-  if st.ss == 0 then return rec end
-  return rec .. '\0' .. spack('<d', st.ss)
-end
-
-local function qnew(name)
-  return qrecord(0, name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-end
-
--- A record read from `queues` into the cache (none: an error naming the id).
-local function qparse(qid, rec)
-  if not rec then
-    raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
+  -- (The record is built and packed field by field, in QFIELDS order, rather
+  -- than by looping over QFIELDS: a table constructor sizes the table once,
+  -- and every queue a call touches is read and written through these two.)
+  local function qrecord(ss, name, q, l, hc, ho, tc, tn, tb, fn, nx, c, cap, p, iv, hold, d, done, dead, cl)
+    return {
+      name = name, q = q, l = l, hc = hc, ho = ho, tc = tc, tn = tn, tb = tb, fn = fn, nx = nx,
+      c = c, cap = cap, p = p, iv = iv, hold = hold, d = d, done = done, dead = dead, cl = cl, ss = ss,
+    }
   end
-  -- (A pending send's tail follows the name: see the header.)
-  local name, ss = ssub(rec, QFIXED + 1), 0
-  local z = sfind(name, '\0', 1, true)
-  if z then
-    ss = sunpack('<d', name, z + 1)
-    name = ssub(name, 1, z - 1)
+
+  local function qpack(st)
+    local rec = spack(QFMT, st.q, st.l, st.hc, st.ho, st.tc, st.tn, st.tb, st.fn, st.nx, st.c, st.cap, st.p, st.iv, st.hold, st.d, st.done, st.dead, st.cl) .. st.name
+    if st.ss == 0 then return rec end
+    return rec .. '\0' .. spack('<d', st.ss)
   end
-  local st = qrecord(ss, name, sunpack(QFMT, rec))
-  QCACHE[qid] = st
-  return st
-end
 
--- The record, or nil when the queue id has none.
-local function qstate_if_any(qid)
-  if QCACHE[qid] then return QCACHE[qid] end
-  local rec = FIELDC[qid]
-  if rec == nil then rec = rcall('HGET', K_STATE, qid) end
-  return rec and qparse(qid, rec) or nil
-end
-
-local function qstate(qid)
-  return qstate_if_any(qid) or qparse(qid, nil)
-end
-
-local function qdirty(qid, st)
-  QCACHE[qid] = st
-  QDIRTY[qid] = true
-end
-
--- The changed records as field/value pairs, appended to `args` (for the
--- call's one HSET: arena.lua flush).
-local function records_args(args)
-  for qid in pairs(QDIRTY) do
-    args[#args + 1] = qid
-    args[#args + 1] = qpack(QCACHE[qid])
-    QDIRTY[qid] = nil
+  function qnew(name)
+    return qrecord(0, name, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
   end
-  return args
-end
 
-local function qid_of(name)
-  return rcall('HGET', K_QIDS, name)
+  -- A record read from `queues` into the cache (none: an error naming the id).
+  function qparse(qid, rec)
+    if not rec then
+      raise('WEIR_BAD_ARGS', 'queue id ' .. tostring(qid) .. ' has no record')
+    end
+    -- (A pending send's tail follows the name: see the header.)
+    local name, ss = ssub(rec, QFIXED + 1), 0
+    local z = sfind(name, '\0', 1, true)
+    if z then
+      ss = sunpack('<d', name, z + 1)
+      name = ssub(name, 1, z - 1)
+    end
+    local st = qrecord(ss, name, sunpack(QFMT, rec))
+    QCACHE[qid] = st
+    return st
+  end
+
+  -- The record, or nil when the queue id has none.
+  function qstate_if_any(qid)
+    if QCACHE[qid] then return QCACHE[qid] end
+    local rec = FIELDC[qid]
+    if rec == nil then rec = rcall('HGET', K_STATE, qid) end
+    return rec and qparse(qid, rec) or nil
+  end
+
+  function qstate(qid)
+    return qstate_if_any(qid) or qparse(qid, nil)
+  end
+
+  function qdirty(qid, st)
+    QCACHE[qid] = st
+    QDIRTY[qid] = true
+  end
+
+  -- The changed records as field/value pairs, appended to `args` (for the
+  -- call's one HSET: arena.lua flush).
+  function records_args(args)
+    for qid in pairs(QDIRTY) do
+      args[#args + 1] = qid
+      args[#args + 1] = qpack(QCACHE[qid])
+      QDIRTY[qid] = nil
+    end
+    return args
+  end
+
+  function qid_of(name)
+    return rcall('HGET', K_QIDS, name)
+  end
 end

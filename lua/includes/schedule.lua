@@ -4,82 +4,86 @@
   wake list that tells idle callers there may be work.
 ]]
 --@include "record"
-
--- One wake token at most: an idle worker blocked on `wake` learns there may
--- be work; a stale token costs one empty dequeue, never a lost item.
-local function signal()
-  if rcall('LLEN', K_WAKE) == 0 then
-    rcall('RPUSH', K_WAKE, '1')
+local signal, sched_add, schedulable, due_at, servable, activate_parked, activate
+-- Its private helpers live in the block below, so they take no place
+-- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+do
+  -- One wake token at most: an idle worker blocked on `wake` learns there may
+  -- be work; a stale token costs one empty dequeue, never a lost item.
+  function signal()
+    if rcall('LLEN', K_WAKE) == 0 then
+      rcall('RPUSH', K_WAKE, '1')
+    end
   end
-end
 
--- A queue into `sched` at `at` µs (its due time), the bound kept (meta.lua).
-local function sched_add(qid, at)
-  rcall('ZADD', K_SCHED, fmt(at), qid)
-  lower_bound('schedat', at)
-end
-
--- A queue out of `sched` (skipped when the bound says `sched` is empty: meta.lua).
-local function sched_rem(qid)
-  if mget('schedat') ~= NEVER then rcall('ZREM', K_SCHED, qid) end
-end
-
--- Has items and room under its in-flight cap, and is not held: it belongs in
--- `ready` or `sched` (which one, its time decides).
-local function schedulable(st)
-  return st.q > 0 and st.hold ~= 1 and (st.cap == 0 or st.l < st.cap)
-end
-
--- When it may next be served: its rate's next allowed time or the end of a pause.
-local function due_at(st)
-  return mmax(st.nx, st.p)
-end
-
--- May it be served at `now`?
-local function servable(st, now)
-  return schedulable(st) and due_at(st) <= now
-end
-
--- Puts a queue known to be parked (in neither set) where it belongs: one
--- that was empty before its items came, or at its in-flight cap before a
--- commit, skips the look for it in `ready` and `sched` (a ZSCORE and a ZREM
--- a page); activate() below is this after that look. Were the queue
--- somehow in `sched` still, it would be in both sets for a while: served
--- from `ready` only once servable() says its slot has come, so never
--- before its rate allows. Returns true when it may let an idle worker do
--- something sooner (so callers signal).
-local function activate_parked(qid, now)
-  local st = qstate(qid)
-  if not schedulable(st) then return false end
-  local at = due_at(st)
-  if at <= now then
-    rcall('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
-    return true
+  -- A queue into `sched` at `at` µs (its due time), the bound kept (meta.lua).
+  function sched_add(qid, at)
+    rcall('ZADD', K_SCHED, fmt(at), qid)
+    lower_bound('schedat', at)
   end
-  local first = earliest(K_SCHED)
-  sched_add(qid, at)
-  return first == nil or at < first
-end
 
--- Puts a queue where it belongs: `ready` if it may be served now, `sched` at
--- the time it may be, or in neither (parked) when it is empty, held or at its
--- in-flight cap. Every change to those inputs calls this, so the two sets
--- stay exact and dequeue never has to scan for work. Returns true when the
--- change may let an idle worker do something sooner (so callers signal):
--- not when it was in `ready` already, or in `sched` at the same time.
-local function activate(qid, now)
-  local st = qstate(qid)
-  if not schedulable(st) then
+  -- A queue out of `sched` (skipped when the bound says `sched` is empty: meta.lua).
+  local function sched_rem(qid)
+    if mget('schedat') ~= NEVER then rcall('ZREM', K_SCHED, qid) end
+  end
+
+  -- Has items and room under its in-flight cap, and is not held: it belongs in
+  -- `ready` or `sched` (which one, its time decides).
+  function schedulable(st)
+    return st.q > 0 and st.hold ~= 1 and (st.cap == 0 or st.l < st.cap)
+  end
+
+  -- When it may next be served: its rate's next allowed time or the end of a pause.
+  function due_at(st)
+    return mmax(st.nx, st.p)
+  end
+
+  -- May it be served at `now`?
+  function servable(st, now)
+    return schedulable(st) and due_at(st) <= now
+  end
+
+  -- Puts a queue known to be parked (in neither set) where it belongs: one
+  -- that was empty before its items came, or at its in-flight cap before a
+  -- commit, skips the look for it in `ready` and `sched` (a ZSCORE and a ZREM
+  -- a page); activate() below is this after that look. Were the queue
+  -- somehow in `sched` still, it would be in both sets for a while: served
+  -- from `ready` only once servable() says its slot has come, so never
+  -- before its rate allows. Returns true when it may let an idle worker do
+  -- something sooner (so callers signal).
+  function activate_parked(qid, now)
+    local st = qstate(qid)
+    if not schedulable(st) then return false end
+    local at = due_at(st)
+    if at <= now then
+      rcall('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
+      return true
+    end
+    local first = earliest(K_SCHED)
+    sched_add(qid, at)
+    return first == nil or at < first
+  end
+
+  -- Puts a queue where it belongs: `ready` if it may be served now, `sched` at
+  -- the time it may be, or in neither (parked) when it is empty, held or at its
+  -- in-flight cap. Every change to those inputs calls this, so the two sets
+  -- stay exact and dequeue never has to scan for work. Returns true when the
+  -- change may let an idle worker do something sooner (so callers signal):
+  -- not when it was in `ready` already, or in `sched` at the same time.
+  function activate(qid, now)
+    local st = qstate(qid)
+    if not schedulable(st) then
+      rcall('ZREM', K_READY, qid)
+      sched_rem(qid)
+      return false
+    end
+    if due_at(st) <= now then
+      if rcall('ZSCORE', K_READY, qid) then return false end
+      sched_rem(qid)
+      return activate_parked(qid, now)
+    end
     rcall('ZREM', K_READY, qid)
-    sched_rem(qid)
-    return false
+    local old = rcall('ZSCORE', K_SCHED, qid)
+    return activate_parked(qid, now) and (old == false or tonumber(old) ~= due_at(st))
   end
-  if due_at(st) <= now then
-    if rcall('ZSCORE', K_READY, qid) then return false end
-    sched_rem(qid)
-    return activate_parked(qid, now)
-  end
-  rcall('ZREM', K_READY, qid)
-  local old = rcall('ZSCORE', K_SCHED, qid)
-  return activate_parked(qid, now) and (old == false or tonumber(old) ~= due_at(st))
 end

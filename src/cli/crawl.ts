@@ -9,6 +9,7 @@ import type { CommandContext } from './context.js';
 import { formatCrawlSummary, progressLine } from './draw.js';
 import { EXIT } from './exit.js';
 import { sayPlacement } from './redis.js';
+import { forwardSignals } from './signals.js';
 
 export interface CrawlFlags {
   workers: number;
@@ -28,6 +29,7 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
   const queue = new FairQueue(redis);
   const startedAt = Date.now();
   let lock: CrawlLock | undefined;
+  let signals: ReturnType<typeof forwardSignals> | undefined;
   try {
     // Before anything is written, the output file above all: one crawl drives an arena.
     lock = await CrawlLock.acquire(redis, queue, seed.arena);
@@ -48,21 +50,16 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
         env: { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1' },
       }),
     );
-    let stopping = false;
-    const forward = (s: NodeJS.Signals) => () => {
-      stopping = true;
-      for (const c of children) c.kill(s);
-    };
-    process.on('SIGINT', forward('SIGINT'));
-    process.on('SIGTERM', forward('SIGTERM'));
+    signals = forwardSignals(children);
     const stopProgress = progressLine(process.stdout, progressText(redis, queue, seed.arena, startedAt));
     const codes = await Promise.all(children.map((c) => new Promise<number>((res) => c.on('exit', (code, signal) => res(code ?? (signal ? 128 : 1))))));
     stopProgress();
     const stats = await crawlStats(redis, seed.arena, queue);
     process.stdout.write(`${formatCrawlSummary(stats, (Date.now() - startedAt) / 1000, flags.workers, flags.out)}\n`);
-    if (stopping) return codes.find((c) => c === EXIT.sigint || c === EXIT.sigterm) ?? EXIT.sigint;
+    if (signals.stopping()) return codes.find((c) => c === EXIT.sigint || c === EXIT.sigterm) ?? EXIT.sigint;
     return codes.every((c) => c === 0) ? EXIT.ok : EXIT.failure;
   } finally {
+    signals?.release();
     await lock?.release();
     await queue.close();
     redis.disconnect();

@@ -14,7 +14,8 @@ export async function cmdKickoff({ seed, url, log }: CommandContext): Promise<nu
     const r = await kickoff(redis, seed, queue);
     log.info({ arena: seed.arena, ...r }, 'kickoff done');
     await sayPlacement(redis, queue, seed.arena, log);
-    process.stdout.write(`arena ${seed.arena}: ${Object.keys(seed.rateLimits).length} domains, ${r.enqueued} start URLs enqueued (${seed.start.length - r.enqueued} already seen)\n`);
+    const listed = Array.isArray(seed.sitemaps) ? `, ${r.sitemapsEnqueued} of ${seed.sitemaps.length} listed sitemaps` : '';
+    process.stdout.write(`arena ${seed.arena}: ${Object.keys(seed.rateLimits).length} domains, ${r.enqueued} start URLs enqueued (${seed.start.length - r.enqueued} already seen)${listed}\n`);
     return EXIT.ok;
   } finally {
     await queue.close();

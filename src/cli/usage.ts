@@ -1,5 +1,5 @@
 import { WeirError } from '../errors.js';
-import { WORKER_DEFAULTS } from '../crawl/worker-options.js';
+import { MIN_LEASE_MS, WORKER_DEFAULTS } from '../crawl/worker-options.js';
 
 export const USAGE = `weir — a polite, horizontally scalable web crawler
 
@@ -55,9 +55,7 @@ export function positiveInt(name: string, v: string | undefined, fallback: numbe
   return n;
 }
 
-/** Shortest --lease-ms: renewal (every third of a lease) must land on a loaded machine too. */
-export const MIN_LEASE_MS = 1000;
-
+/** --lease-ms: at least MIN_LEASE_MS (renewal, every third of a lease, must land on a loaded machine too). */
 export function leaseMs(v: string | undefined): number {
   const n = positiveInt('lease-ms', v, WORKER_DEFAULTS.leaseMs);
   if (n < MIN_LEASE_MS) throw new UsageError(`--lease-ms must be at least ${MIN_LEASE_MS} (a lease is renewed every third of it while its URL is handled; shorter ones could expire under load), got ${n}`);

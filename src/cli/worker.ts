@@ -8,7 +8,7 @@ import type { CommandContext } from './context.js';
 import { progressLine } from './draw.js';
 import { EXIT } from './exit.js';
 import { sayPlacement, warnEviction } from './redis.js';
-import { trapSignals } from './signals.js';
+import { trapSignals, type Signals } from './signals.js';
 
 export interface WorkerFlags {
   concurrency: number;
@@ -21,8 +21,16 @@ export interface WorkerFlags {
 }
 
 /** `weir worker SEED`: one worker process, until drained (--exit-when-done), maxPages or a signal. */
-export async function cmdWorker({ seed: local, url, log }: CommandContext, flags: WorkerFlags): Promise<number> {
-  const sig = trapSignals(log);
+export async function cmdWorker(ctx: CommandContext, flags: WorkerFlags): Promise<number> {
+  const sig = trapSignals(ctx.log);
+  try {
+    return await workerCommand(ctx, flags, sig);
+  } finally {
+    sig.release();
+  }
+}
+
+async function workerCommand({ seed: local, url, log }: CommandContext, flags: WorkerFlags, sig: Signals): Promise<number> {
   const redis = await connectRedis(url, {
     waitMs: flags.redisWaitMs,
     connectTimeoutMs: 2000,

@@ -11,6 +11,8 @@ export interface KickoffResult {
   domainsCreated: number;
   /** Start URLs enqueued now; 0 when a previous kickoff already did. */
   enqueued: number;
+  /** Sitemaps the seed lists, enqueued now. */
+  sitemapsEnqueued: number;
   bloom: { bits: number; hashes: number };
 }
 
@@ -36,6 +38,34 @@ async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
   return stored.bits === legacy.bits && stored.hashes === legacy.hashes ? stored : now;
 }
 
+/** Domains whose enqueue calls are in flight at once (the queue batches what comes together). */
+const DOMAINS_IN_FLIGHT = 256;
+
+/**
+ * Enqueues `urls` (each inside a domain of the seed), grouped by domain,
+ * with their Bloom positions; many domains at once, so the queue's calls
+ * carry many queues each. Returns how many were new.
+ */
+async function enqueueByDomain(queue: FairQueue, arena: string, bloom: BloomParams, scope: Scope, urls: readonly string[], item: (u: string) => CrawlItem): Promise<number> {
+  const byDomain = new Map<string, CrawlItem[]>();
+  for (const u of urls) {
+    const domain = scope.domainOf(u);
+    if (!domain) continue;
+    const list = byDomain.get(domain);
+    if (list) list.push(item(u));
+    else byDomain.set(domain, [item(u)]);
+  }
+  const groups = [...byDomain];
+  let enqueued = 0;
+  for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
+    const counts = await Promise.all(
+      groups.slice(i, i + DOMAINS_IN_FLIGHT).map(([domain, list]) => queue.enqueue(arena, domain, list.map(encodeItem), { dedupe: list.map((x) => bloomPositions(x.u, bloom)) })),
+    );
+    enqueued += counts.reduce((a, b) => a + b, 0);
+  }
+  return enqueued;
+}
+
 /** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
 export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
@@ -52,28 +82,11 @@ export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new Fa
     Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]),
   );
   const domainsCreated = await queue.setLimits(seed.arena, limits);
-  const byDomain = new Map<string, string[]>();
   const scope = new Scope(seed);
   // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  for (const u of seed.start) {
-    const domain = scope.domainOf(u);
-    if (domain) byDomain.set(domain, [...(byDomain.get(domain) ?? []), u]);
-  }
-  const items = new Map<string, CrawlItem[]>();
-  const add = (domain: string, item: CrawlItem): void => {
-    const list = items.get(domain);
-    if (list) list.push(item);
-    else items.set(domain, [item]);
-  };
-  for (const [domain, urls] of byDomain) for (const u of urls) add(domain, { u, d: 0, r: null, h: 0 });
+  const enqueued = await enqueueByDomain(queue, seed.arena, bloom, scope, seed.start, (u) => ({ u, d: 0, r: null, h: 0 }));
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
-  for (const u of Array.isArray(seed.sitemaps) ? seed.sitemaps : []) {
-    const domain = scope.domainOf(u);
-    if (domain) add(domain, { u, d: 0, r: null, h: 0, k: 's', n: 0 });
-  }
-  let enqueued = 0;
-  for (const [domain, list] of items) {
-    enqueued += await queue.enqueue(seed.arena, domain, list.map(encodeItem), { dedupe: list.map((i) => bloomPositions(i.u, bloom)) });
-  }
-  return { domainsCreated, enqueued, bloom };
+  const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];
+  const sitemapsEnqueued = await enqueueByDomain(queue, seed.arena, bloom, scope, sitemaps, (u) => ({ u, d: 0, r: null, h: 0, k: 's', n: 0 }));
+  return { domainsCreated, enqueued, sitemapsEnqueued, bloom };
 }

@@ -36,6 +36,13 @@ export const WORKER_DEFAULTS = {
   drainCheckMs: 500,
 } as const;
 
+/**
+ * The shortest lease the command line and the API take: a lease is renewed
+ * every third of it while its URL is handled, and shorter ones could expire
+ * under load.
+ */
+export const MIN_LEASE_MS = 1000;
+
 export interface WorkerOptions {
   /** Lanes: fetches in flight at once. */
   concurrency?: number;

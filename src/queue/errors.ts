@@ -5,19 +5,24 @@ import { WeirError } from '../errors.js';
  * start of an error reply) are the same ones the TypeScript side raises
  * when it rejects an argument before sending it.
  */
-export type QueueErrorCode =
-  | 'WEIR_BAD_ARGS'
-  | 'WEIR_BAD_NAME'
-  | 'WEIR_BAD_RATE'
-  | 'WEIR_UNKNOWN_QUEUE'
-  | 'WEIR_ITEM_TOO_LARGE'
-  | 'WEIR_NO_DEDUPE'
-  | 'WEIR_DEDUPE_MISMATCH'
-  | 'WEIR_SCHEMA'
+export const QUEUE_ERROR_CODES = [
+  'WEIR_BAD_ARGS',
+  'WEIR_BAD_NAME',
+  'WEIR_BAD_RATE',
+  'WEIR_UNKNOWN_QUEUE',
+  'WEIR_ITEM_TOO_LARGE',
+  'WEIR_NO_DEDUPE',
+  'WEIR_DEDUPE_MISMATCH',
+  'WEIR_SCHEMA',
   /** A kickoff asked for another shard count than the arena's. */
-  | 'WEIR_SHARDS_MISMATCH'
+  'WEIR_SHARDS_MISMATCH',
   /** A script was called with a shard count that is not the arena's (the client re-reads the layout). */
-  | 'WEIR_SHARDS_CHANGED';
+  'WEIR_SHARDS_CHANGED',
+] as const;
+
+export type QueueErrorCode = (typeof QUEUE_ERROR_CODES)[number];
+
+const isQueueErrorCode = (word: string): word is QueueErrorCode => (QUEUE_ERROR_CODES as readonly string[]).includes(word);
 
 export { WeirError };
 
@@ -32,10 +37,14 @@ export class QueueArgumentError extends WeirError {
 
 const SCRIPT_ERROR = /^(?:ERR )?(WEIR_[A-Z_]+) ([^\n]*?)(?: script: .*)?$/s;
 
-/** Turns a `WEIR_*` error reply from a script into a typed error; other errors pass through. */
+/**
+ * Turns an error reply from a script that starts with one of the queue's
+ * codes into a typed error; other errors (another `WEIR_*` word among
+ * them: not a code of this queue) pass through as they are.
+ */
 export function fromReplyError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const m = SCRIPT_ERROR.exec(err.message);
-  if (!m?.[1]) return err;
-  return new QueueArgumentError(m[1] as QueueErrorCode, m[2] ?? err.message, { cause: err });
+  if (!m?.[1] || !isQueueErrorCode(m[1])) return err;
+  return new QueueArgumentError(m[1], m[2] ?? err.message, { cause: err });
 }

@@ -121,6 +121,18 @@ describe('weir CLI', () => {
     assert.match(r7.stderr, /--warc-max-bytes needs --warc DIR/);
   });
 
+  it('weir kickoff counts start URLs and listed sitemaps apart (already seen was start URLs minus both)', async () => {
+    const T = world.web.sites.get('T');
+    assert.ok(T);
+    const path = join(world.dir, 'sitemaps-listed.yaml');
+    await writeFile(path, `arena: listed\nrateLimits:\n  "${T.key}": 40\nstart:\n  - ${T.origin}/\n  - ${T.origin}/\nsitemaps:\n  - ${T.origin}/a.xml\n  - ${T.origin}/b.xml\nallowPrivateNetworks: true\n`);
+    const first = await run(['kickoff', path, '--redis', world.server.url]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /1 start URLs enqueued \(1 already seen\), 2 of 2 listed sitemaps\n$/);
+    const again = await run(['kickoff', path, '--redis', world.server.url]);
+    assert.match(again.stdout, /0 start URLs enqueued \(2 already seen\), 0 of 2 listed sitemaps\n$/);
+  });
+
   it('weir crawl: kickoff, worker processes, a summary; run again on a drained arena, it says so', async () => {
     const seed = await writeSeed('crawlcmd');
     const out = join(world.dir, 'crawl.jsonl');

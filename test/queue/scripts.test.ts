@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { FairQueue, arenaKeys } from '../../src/queue/index.js';
-import { loadLibrary, ScriptRunner } from '../../src/queue/scripts.js';
+import { loadLibrary, loadScripts, ScriptRunner } from '../../src/queue/scripts.js';
 import { scriptCalls, startRedis, type RedisServer } from '../helpers/redis.js';
+
+/** Top-level locals each composed script must still have room for (Lua 5.1: 200 in scope at once). */
+const HEADROOM = 30;
 
 async function count(redis: Redis, command: string): Promise<number> {
   return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await redis.info('commandstats'))?.[1] ?? 0);
@@ -105,6 +108,42 @@ describe('scripts', () => {
       } finally {
         redis.disconnect();
       }
+    }
+  });
+
+  // Lua 5.1 compiles a chunk with at most 200 locals in scope at once, and
+  // every script's chunk holds the includes' top-level locals: a few more a
+  // release until one day a script no longer loads. Each composed script and
+  // the function library must load with HEADROOM more (the includes keep
+  // their private helpers in do-blocks for this: lua/includes/*.lua).
+  it(`every composed script, and the function library, loads with ${HEADROOM} more top-level locals`, async () => {
+    const redis = new Redis({ port: server.port, host: '127.0.0.1' });
+    const pad = (k: number): string => `local ${Array.from({ length: k }, (_, i) => `_pad${i}`).join(', ')}\n`;
+    const compiles = async (src: string): Promise<true | string> => {
+      try {
+        await redis.script('LOAD', src);
+        return true;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    try {
+      for (const [name, s] of loadScripts()) {
+        const at = s.source.indexOf('local function main()');
+        assert.ok(at > 0, name);
+        assert.equal(await compiles(s.source.slice(0, at) + pad(HEADROOM) + s.source.slice(at)), true, name);
+      }
+      const { code, name } = loadLibrary();
+      const at = code.indexOf('local function main_');
+      const padded = code.slice(0, at) + pad(HEADROOM) + code.slice(at);
+      await redis.call('FUNCTION', 'LOAD', 'REPLACE', padded.replace(name, `${name}_padded`).replaceAll(`'${name}_`, `'${name}_padded_`));
+      // The measure can fail: 200 more never fit.
+      const dequeue = loadScripts().get('dequeue')?.source ?? '';
+      const main = dequeue.indexOf('local function main()');
+      assert.match(String(await compiles(dequeue.slice(0, main) + pad(200) + dequeue.slice(main))), /more than 200 local variables/);
+    } finally {
+      await redis.call('FUNCTION', 'FLUSH').catch(() => undefined);
+      redis.disconnect();
     }
   });
 });

@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
 import { ESLint } from 'eslint';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -47,5 +49,31 @@ describe('layer boundaries (lint)', () => {
     assert.match((await importProblems('src/status/view.ts', '../cli/main.js')).join('\n'), /the status page knows nothing of the command line/);
     assert.match((await importProblems('src/status/view.ts', '../queue/limits.js')).join('\n'), /through src\/queue\/index\.ts only/);
     assert.deepEqual(await importProblems('src/status/view.ts', '../crawl/counters/index.js'), []);
+  });
+
+  it('src has no import cycle (a cycle of modules is one module split across files)', () => {
+    const src = join(ROOT, 'src');
+    const files = (readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => join(src, f));
+    const edges = new Map<string, string[]>();
+    for (const file of files) {
+      const specs = [...readFileSync(file, 'utf8').matchAll(/^(?:import|export)[^;]*?from '(\.{1,2}\/[^']+)';/gms)].map((m) => m[1] as string);
+      edges.set(file, specs.map((s) => normalize(join(dirname(file), s.replace(/\.js$/, '.ts')))));
+    }
+    const state = new Map<string, 'open' | 'done'>();
+    const path: string[] = [];
+    const cycles: string[] = [];
+    const visit = (f: string): void => {
+      state.set(f, 'open');
+      path.push(f);
+      for (const g of edges.get(f) ?? []) {
+        if (state.get(g) === 'open') cycles.push([...path.slice(path.indexOf(g)), g].map((x) => relative(src, x)).join(' → '));
+        else if (!state.has(g)) visit(g);
+      }
+      path.pop();
+      state.set(f, 'done');
+    };
+    for (const f of files) if (!state.has(f)) visit(f);
+    assert.ok(edges.size > 100, `${edges.size} modules read`);
+    assert.deepEqual(cycles, []);
   });
 });

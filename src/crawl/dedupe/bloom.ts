@@ -6,8 +6,8 @@
  * Layout: blocked. All of a URL's k bits fall in one 512-bit (64-byte)
  * block, so checking a URL touches one cache line of the bitmap instead of
  * k scattered ones. A blocked filter's false-positive rate is above a
- * classic one's of the same size (blocks fill unevenly: 3.4× at p = 0.001,
- * measured in test/crawl/units.test.ts), so weir takes the classic sizes
+ * classic one's of the same size (blocks fill unevenly;
+ * blockedFalsePositiveRate computes by how much), so weir takes the classic sizes
  * (those of the bloom-filters package: m = ceil(-n ln p / (ln 2)^2),
  * k = ceil((m / n) ln 2)) and then grows the bitmap until the blocked rate,
  * computed exactly, meets the target; `estimatedFalsePositiveRate` reports

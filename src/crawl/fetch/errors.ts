@@ -1,4 +1,4 @@
-import { WeirError } from '../../errors.js';
+import { isWeirError, WeirError } from '../../errors.js';
 
 export type FetchErrorCode =
   | 'WEIR_PRIVATE_ADDRESS'
@@ -58,8 +58,8 @@ export class FetchError extends WeirError {
     if (timedOut) return new FetchError('WEIR_TIMEOUT', 'the request did not finish within its deadline', elapsedMs, { cause: err });
     const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } } | null;
     const inner = e?.cause ?? e;
-    if (inner instanceof WeirError && inner.code === 'WEIR_PRIVATE_ADDRESS') return new FetchError('WEIR_PRIVATE_ADDRESS', inner.message, elapsedMs, { cause: err });
-    if (e instanceof WeirError && e.code === 'WEIR_PRIVATE_ADDRESS') return new FetchError('WEIR_PRIVATE_ADDRESS', e.message, elapsedMs, { cause: err });
+    if (isWeirError(inner, 'WEIR_PRIVATE_ADDRESS')) return new FetchError('WEIR_PRIVATE_ADDRESS', inner.message, elapsedMs, { cause: err });
+    if (isWeirError(e, 'WEIR_PRIVATE_ADDRESS')) return new FetchError('WEIR_PRIVATE_ADDRESS', e.message, elapsedMs, { cause: err });
     const rawCode = inner?.code ?? e?.code;
     const code = fetchCodeOf(rawCode);
     const detail = inner?.message ?? e?.message ?? String(err);
