@@ -23,7 +23,7 @@
  */
 import { Redis } from 'ioredis';
 import { bloomParams, bloomPositions } from '../src/crawl/dedupe/bloom.js';
-import { encodeItem, type CrawlItem } from '../src/crawl/store/keys.js';
+import { decodeItem, encodeItem, queuedUrl, type QueuedUrl } from '../src/crawl/store/item.js';
 import { LocalSeen } from '../src/crawl/dedupe/local-seen.js';
 import { WORKER_DEFAULTS } from '../src/crawl/worker-options.js';
 import { FairQueue, type Lease } from '../src/queue/index.js';
@@ -98,7 +98,7 @@ async function weirTraffic(server: RedisServer, redis: Redis): Promise<Run> {
     const fresh = byDomain.map(([d, urls]) => [d, urls.filter((u) => !w.seen.has(u))] as const).filter(([, urls]) => urls.length > 0);
     const offered = fresh.flatMap(([, urls]) => urls);
     w.seen.offering(offered);
-    const items = (urls: readonly string[]): CrawlItem[] => urls.map((u) => ({ u, d: depth, r: null, h: 0 }));
+    const items = (urls: readonly string[]): QueuedUrl[] => urls.map((u) => queuedUrl(u, { depth }));
     await Promise.all(fresh.map(([d, urls]) => w.queue.enqueue(arena, d, items(urls).map(encodeItem), { dedupe: urls.map((u) => bloomPositions(u, bloom)) })));
     w.seen.settle(offered, true);
   };
@@ -115,9 +115,9 @@ async function weirTraffic(server: RedisServer, redis: Redis): Promise<Run> {
               if (!lease) await new Promise((r) => setTimeout(r, 2));
               continue;
             }
-            const item = JSON.parse(lease.item) as CrawlItem;
-            const [site, page] = parse(item.u);
-            await offer(w, linksOf(site, page), item.d + 1);
+            const item = decodeItem(lease.item) as QueuedUrl;
+            const [site, page] = parse(item.url);
+            await offer(w, linksOf(site, page), item.depth + 1);
             // (A page is done when its commit is: the next take may wait for work, the way a worker's lane does, until the last page's commit stops them all.)
             const step = w.queue.commitAndTake(lease, { signal: stop.signal });
             void step.committed.then(() => {

@@ -15,7 +15,7 @@ export async function cmdDead({ seed, url }: CommandContext, opts: { requeue: bo
       if (page.length < 1000) break;
     }
     // Not a crawl item (written by something else): shown as it is.
-    const rows = items.map((d) => ({ url: decodeItem(d.item)?.u ?? d.item, domain: d.queue, reason: d.reason, attempts: d.attempts, at: new Date(d.at).toISOString() }));
+    const rows = items.map((d) => ({ url: decodeItem(d.item)?.url ?? d.item, domain: d.queue, reason: d.reason, attempts: d.attempts, at: new Date(d.at).toISOString() }));
     if (opts.json) process.stdout.write(`${JSON.stringify(rows)}\n`);
     else if (rows.length === 0) process.stdout.write(`arena ${seed.arena}: the dead letter is empty\n`);
     else process.stdout.write(`${table(['url', 'domain', 'attempts', 'reason'], rows.map((r) => [r.url, r.domain, r.attempts, r.reason]))}\n`);

@@ -1,9 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import { FairQueue } from '../queue/index.js';
-import { bloomParams, bloomPositions, legacyBloomParams, type BloomParams } from './dedupe/index.js';
-import { crawlKeys, encodeItem, type ArenaKeyMaker, type CrawlItem } from './store/index.js';
+import { bloomParams, legacyBloomParams, type BloomParams } from './dedupe/index.js';
+import { crawlKeys, queuedUrl, type ArenaKeyMaker, type QueuedUrl } from './store/index.js';
 import { STARTED_AT_FIELD } from './counters/index.js';
-import { Scope } from './links/index.js';
+import { ByDomain, enqueueUrls, Scope } from './links/index.js';
 import { storableSeed, validateSeed, type Seed } from './seed/index.js';
 
 export interface KickoffResult {
@@ -38,32 +38,14 @@ async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
   return stored.bits === legacy.bits && stored.hashes === legacy.hashes ? stored : now;
 }
 
-/** Domains whose enqueue calls are in flight at once (the queue batches what comes together). */
-const DOMAINS_IN_FLIGHT = 256;
-
-/**
- * Enqueues `urls` (each inside a domain of the seed), grouped by domain,
- * with their Bloom positions; many domains at once, so the queue's calls
- * carry many queues each. Returns how many were new.
- */
-async function enqueueByDomain(queue: FairQueue, arena: string, bloom: BloomParams, scope: Scope, urls: readonly string[], item: (u: string) => CrawlItem): Promise<number> {
-  const byDomain = new Map<string, CrawlItem[]>();
+/** URLs of the seed (each inside one of its domains), grouped by domain. */
+function byDomain(scope: Scope, urls: readonly string[], make: (u: string) => QueuedUrl): ByDomain {
+  const batch = new ByDomain();
   for (const u of urls) {
     const domain = scope.domainOf(u);
-    if (!domain) continue;
-    const list = byDomain.get(domain);
-    if (list) list.push(item(u));
-    else byDomain.set(domain, [item(u)]);
+    if (domain) batch.add(domain, make(u));
   }
-  const groups = [...byDomain];
-  let enqueued = 0;
-  for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
-    const counts = await Promise.all(
-      groups.slice(i, i + DOMAINS_IN_FLIGHT).map(([domain, list]) => queue.enqueue(arena, domain, list.map(encodeItem), { dedupe: list.map((x) => bloomPositions(x.u, bloom)) })),
-    );
-    enqueued += counts.reduce((a, b) => a + b, 0);
-  }
-  return enqueued;
+  return batch;
 }
 
 /** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
@@ -84,9 +66,9 @@ export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new Fa
   const domainsCreated = await queue.setLimits(seed.arena, limits);
   const scope = new Scope(seed);
   // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  const enqueued = await enqueueByDomain(queue, seed.arena, bloom, scope, seed.start, (u) => ({ u, d: 0, r: null, h: 0 }));
+  const enqueued = await enqueueUrls(queue, seed.arena, bloom, byDomain(scope, seed.start, (u) => queuedUrl(u)));
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
   const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];
-  const sitemapsEnqueued = await enqueueByDomain(queue, seed.arena, bloom, scope, sitemaps, (u) => ({ u, d: 0, r: null, h: 0, k: 's', n: 0 }));
+  const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, byDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })));
   return { domainsCreated, enqueued, sitemapsEnqueued, bloom };
 }

@@ -5,7 +5,7 @@ import { decodeBody, type Fetcher, isHtml, type FetchOptions, type FetchResult }
 import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, type Outcome, type SendPacer } from './lease/index.js';
 import { type LinkFollower, SITEMAP_LIMITS, SitemapReader } from './links/index.js';
 import type { PageRecord } from './output/index.js';
-import { encodeItem, type CrawlItem } from './store/index.js';
+import { encodeItem, type QueuedUrl } from './store/index.js';
 
 /** What fetching a URL in its slot needs of the worker. */
 export interface UrlFetchDeps {
@@ -57,15 +57,15 @@ export class UrlFetch {
   }
 
   /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
-  async page(lease: Lease, item: CrawlItem): Promise<Outcome> {
+  async page(lease: Lease, item: QueuedUrl): Promise<Outcome> {
     const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-    const res = await this.inSlot(lease, item.u, { wantBody });
+    const res = await this.inSlot(lease, item.url, { wantBody });
     if ('kind' in res) return res;
     return this.classified(lease, item, res, (rec) => this.final(item, res, rec));
   }
 
   /** A response, page or sitemap: a redirect queues its target; Retry-After paces; 5xx retries; else `final`. */
-  private async classified(lease: Lease, item: CrawlItem, res: FetchResult, final: (rec: Partial<PageRecord>) => Promise<Outcome>): Promise<Outcome> {
+  private async classified(lease: Lease, item: QueuedUrl, res: FetchResult, final: (rec: Partial<PageRecord>) => Promise<Outcome>): Promise<Outcome> {
     const rec = { status: res.status, contentType: res.contentType, bytes: res.bytes, elapsedMs: res.elapsedMs, warc: res.warc };
     switch (classifyResponse(res)) {
       case 'redirect': {
@@ -73,8 +73,8 @@ export class UrlFetch {
         return commit({ ...rec, redirect: r.target, error: r.error }, [['redirects', 1], ...r.tallies]);
       }
       case 'slow-down': {
-        const o = slowDown(res, item.p ?? 0, this.d.pacingFloorMs);
-        if (o.kind === 'pause') return { ...o, item: encodeItem({ ...item, p: (item.p ?? 0) + 1 }) };
+        const o = slowDown(res, item.paced, this.d.pacingFloorMs);
+        if (o.kind === 'pause') return { ...o, item: encodeItem({ ...item, paced: item.paced + 1 }) };
         return o.kind === 'fail' ? { ...o, record: { ...rec, ...o.record } } : o;
       }
       case 'server-error':
@@ -89,15 +89,15 @@ export class UrlFetch {
    * as it streams (links/sitemap.ts); its pages queued at depth 0, its child
    * sitemaps one level down. Redirects, Retry-After and 5xx as for pages.
    */
-  async sitemap(lease: Lease, item: CrawlItem): Promise<Outcome> {
+  async sitemap(lease: Lease, item: QueuedUrl): Promise<Outcome> {
     const reader = new SitemapReader();
-    const res = await this.inSlot(lease, item.u, { wantBody: (_ct, status) => status >= 200 && status < 300, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c) });
+    const res = await this.inSlot(lease, item.url, { wantBody: (_ct, status) => status >= 200 && status < 300, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c) });
     if ('kind' in res) return res;
     return this.classified(lease, item, res, async (rec) => {
       if (res.status < 200 || res.status >= 300) return commit({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
       const map = await reader.end();
       const pages = await this.d.links.sitemapPages(item, map.urls);
-      const children = await this.d.links.sitemaps(map.sitemaps.map((s) => s.loc), item.u, (item.n ?? 0) + 1, item.u);
+      const children = await this.d.links.sitemaps(map.sitemaps.map((s) => s.loc), item.url, (item.sitemapLevel ?? 0) + 1, item.url);
       const ignored = map.ignored + children.ignored;
       const enqueued = pages.enqueued + children.enqueued;
       return commit(
@@ -114,7 +114,7 @@ export class UrlFetch {
   }
 
   /** A final response: its links followed when it is HTML. */
-  private async final(item: CrawlItem, res: FetchResult, rec: Partial<PageRecord>): Promise<Outcome> {
+  private async final(item: QueuedUrl, res: FetchResult, rec: Partial<PageRecord>): Promise<Outcome> {
     const tallies: Outcome['tallies'] = [['pages', 1], [`${Math.floor(res.status / 100)}xx` as '2xx', 1]];
     let record = { ...rec, error: res.truncated ? `body over ${this.d.maxBodyBytes} bytes: truncated` : null } as Parameters<typeof commit>[0];
     if (res.status >= 200 && res.status < 300 && res.body) {

@@ -202,7 +202,7 @@ export class CrawlWorker {
     try {
       return { ctx, outcome: await this.decide(ctx) };
     } catch (err) {
-      this.log?.error({ err, url: ctx.item?.u ?? lease.item }, 'processing a URL failed: handing its lease back');
+      this.log?.error({ err, url: ctx.item?.url ?? lease.item }, 'processing a URL failed: handing its lease back');
       return { ctx, outcome: release([['internalErrors', 1]]) };
     } finally {
       clearInterval(renew);
@@ -217,7 +217,7 @@ export class CrawlWorker {
       await this.settler.settle(d.ctx, d.outcome, committed);
     } catch (err) {
       // Redis trouble mid-settle: the lease expires and the URL comes back.
-      this.log?.error({ err, url: d.ctx.item?.u ?? d.ctx.lease.item }, 'settling a URL failed');
+      this.log?.error({ err, url: d.ctx.item?.url ?? d.ctx.lease.item }, 'settling a URL failed');
     }
     return null;
   }
@@ -226,7 +226,7 @@ export class CrawlWorker {
     const { lease, item } = ctx;
     if (!item) return fail('malformed queue item');
     if (this.fetchAbort.signal.aborted) return release();
-    const url = new URL(item.u);
+    const url = new URL(item.url);
     const robots = await this.gate.check(url);
     switch (robots.kind) {
       case 'fetch':
@@ -243,7 +243,7 @@ export class CrawlWorker {
         break;
     }
     // A sitemap is not a page: it takes a rate slot, not a page of maxPages.
-    if (item.k === 's') return this.fetch.sitemap(lease, item);
+    if (item.sitemapLevel !== null) return this.fetch.sitemap(lease, item);
     if (!(await this.budget.reserve())) {
       this.log?.info('maxPages reached');
       this.halt('maxPages', false);

@@ -110,7 +110,7 @@ export class StatusSource {
 
   private async read(): Promise<{ stats: CrawlStats; dead: DeadRow[] }> {
     const [stats, items] = await Promise.all([crawlStats(this.redis, this.arena, this.queue), this.queue.dead(this.arena, { count: DEAD_PAGE })]);
-    const dead = items.map((d) => ({ domain: d.queue, url: decodeItem(d.item)?.u ?? d.item.slice(0, 300), reason: d.reason, attempts: d.attempts, at: d.at }));
+    const dead = items.map((d) => ({ domain: d.queue, url: decodeItem(d.item)?.url ?? d.item.slice(0, 300), reason: d.reason, attempts: d.attempts, at: d.at }));
     this.last = { at: performance.now(), stats, dead };
     return this.last;
   }

@@ -124,6 +124,7 @@ describe('leases and results agree', () => {
     const { Settler } = await import('../../src/crawl/lease/settle.js');
     const { PageBudget } = await import('../../src/crawl/lease/budget.js');
     const { Tally } = await import('../../src/crawl/counters/tally.js');
+    const { queuedUrl } = await import('../../src/crawl/store/item.js');
     const q = new FairQueue(world.redis, { leaseMs: 50 });
     await q.setLimits('stale', { d: { rate: 'unlimited' } });
     await q.enqueue('stale', 'd', [JSON.stringify({ u: 'http://d.test/', d: 0, r: null, h: 0 })]);
@@ -135,7 +136,7 @@ describe('leases and results agree', () => {
     const writer = new JsonlWriter(out);
     const tally = new Tally();
     const settler = new Settler({ queue: q, budget: new PageBudget(world.redis, 'weir:{stale}:pages', 10), tally, out: writer });
-    await settler.settle({ lease, item: { u: 'http://d.test/', d: 0, r: null, h: 0 }, reserved: true }, { kind: 'commit', page: true, record: { status: 200 }, tallies: [['pages', 1]] });
+    await settler.settle({ lease, item: queuedUrl('http://d.test/'), reserved: true }, { kind: 'commit', page: true, record: { status: 200 }, tallies: [['pages', 1]] });
     await writer.close();
     assert.equal((await readFile(out, 'utf8')).length, 0, 'no output line');
     assert.equal(tally.local.pages, 0);

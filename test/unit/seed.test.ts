@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compileUrlPattern } from '../../src/crawl/urls/pattern.js';
 import { duplicateJsonKey, MAX_SEED_BYTES } from '../../src/crawl/seed/text.js';
-import { parseSeedText, SeedError, SEED_DEFAULTS } from '../../src/crawl/seed/seed.js';
+import { parseSeedText, SeedError, SEED_DEFAULTS, storableSeed, validateSeed } from '../../src/crawl/seed/seed.js';
 
 const seedYaml = (extra = ''): string => `arena: docs-crawl
 rateLimits:
@@ -39,6 +39,16 @@ describe('seed files', () => {
     assert.equal(parseSeedText(seedYaml('sendMarginMs: 40\n')).sendMarginMs, 40);
     const j = parseSeedText(JSON.stringify({ arena: 'j', rateLimits: { 'example.org': 'unlimited' }, start: ['http://example.org'] }));
     assert.equal(j.rateLimits['example.org'], 'unlimited');
+  });
+
+  it('seeds/example.yaml parses and shows every field there is (set, or commented out with its default)', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(new URL('../../seeds/example.yaml', import.meta.url), 'utf8');
+    const seed = parseSeedText(text);
+    assert.equal(seed.arena, 'docs-crawl');
+    const shown = new Set([...text.matchAll(/^#? ?([a-zA-Z]+):/gm)].map((m) => m[1]));
+    const fields = Object.keys(storableSeed(validateSeed({ arena: 'a', rateLimits: { 'a.com': 1 }, start: ['http://a.com/'] })));
+    assert.deepEqual(fields.filter((f) => !shown.has(f)), []);
   });
 
   it('names the field and what is wrong', () => {

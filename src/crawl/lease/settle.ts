@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { FairQueue, Lease, LeaseOutcome } from '../../queue/index.js';
 import type { PageBudget } from './budget.js';
-import type { CrawlItem, PauseNotes } from '../store/index.js';
+import type { PauseNotes, QueuedUrl } from '../store/index.js';
 import type { CrawlMetrics, Tally } from '../counters/index.js';
 import type { Outcome } from './outcome.js';
 import type { JsonlWriter, PageRecord } from '../output/index.js';
@@ -10,7 +10,7 @@ import type { JsonlWriter, PageRecord } from '../output/index.js';
 export interface LeaseContext {
   lease: Lease;
   /** null when the queue item was not written by weir. */
-  item: CrawlItem | null;
+  item: QueuedUrl | null;
   reserved: boolean;
 }
 
@@ -94,7 +94,7 @@ export class Settler {
       this.deps.tally.add(lease.queue, 'errors');
       this.write(ctx, { ...outcome.record, error: `gave up after ${lease.attempt} attempts: ${outcome.reason}` });
     } else {
-      this.deps.log?.debug({ url: ctx.item?.u, reason: outcome.reason, delayMs: outcome.delayMs, attempt: lease.attempt }, 'will retry');
+      this.deps.log?.debug({ url: ctx.item?.url, reason: outcome.reason, delayMs: outcome.delayMs, attempt: lease.attempt }, 'will retry');
     }
     return false;
   }
@@ -106,20 +106,20 @@ export class Settler {
   /** The lease had expired: its URL went to another worker, which will record it. */
   private stale(ctx: LeaseContext, call: string): false {
     this.deps.tally.add(ctx.lease.queue, 'stale');
-    this.deps.log?.warn({ url: ctx.item?.u, call }, 'lease had expired: another worker has this URL now (no output line, no page counted here)');
+    this.deps.log?.warn({ url: ctx.item?.url, call }, 'lease had expired: another worker has this URL now (no output line, no page counted here)');
     return false;
   }
 
   private write(ctx: LeaseContext, rec: Partial<PageRecord>): void {
     const { lease, item } = ctx;
     this.deps.out?.write({
-      url: item?.u ?? lease.item,
+      url: item?.url ?? lease.item,
       domain: lease.queue,
       status: rec.status ?? null,
       contentType: rec.contentType ?? null,
       bytes: rec.bytes ?? 0,
-      depth: item?.d ?? 0,
-      referrer: item?.r ?? null,
+      depth: item?.depth ?? 0,
+      referrer: item?.referrer ?? null,
       fetchedAt: new Date().toISOString(),
       elapsedMs: rec.elapsedMs ?? 0,
       title: rec.title ?? null,
@@ -128,7 +128,7 @@ export class Settler {
       redirect: rec.redirect ?? null,
       attempt: lease.attempt,
       error: rec.error ?? null,
-      ...(item?.m ? { lastmod: item.m } : {}),
+      ...(item?.lastmod ? { lastmod: item.lastmod } : {}),
       ...(rec.sitemap ? { sitemap: rec.sitemap } : {}),
       ...(this.deps.archiving ? { warc: rec.warc ?? null } : {}),
     });

@@ -1,7 +1,8 @@
 import type { FairQueue } from '../../queue/index.js';
-import { bloomParams, bloomPositions, type BloomParams, type LocalSeen } from '../dedupe/index.js';
+import { bloomParams, type BloomParams, type LocalSeen } from '../dedupe/index.js';
 import type { FetchResult } from '../fetch/index.js';
-import { encodeItem, type CrawlItem } from '../store/index.js';
+import { queuedUrl, type QueuedUrl } from '../store/index.js';
+import { ByDomain, enqueueUrls } from './enqueue.js';
 import { extractLinksAsync, headerNofollow } from './extract.js';
 import { normalizeToUrl, normalizeUrl } from '../urls/index.js';
 import type { Tallies } from '../counters/index.js';
@@ -9,12 +10,6 @@ import type { Scope } from './scope.js';
 import type { Seed } from '../seed/index.js';
 import { SITEMAP_LIMITS, type SitemapEntry } from './sitemap.js';
 import type { OnPage } from './on-page.js';
-
-function push<T>(map: Map<string, T[]>, key: string, value: T): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
-}
 
 export interface FollowedPage {
   links: number;
@@ -47,15 +42,15 @@ export class LinkFollower {
   }
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */
-  private async hrefs(item: CrawlItem, res: FetchResult, text: string): Promise<{ hrefs: string[]; base: string; title: string | null; error: string | null }> {
+  private async hrefs(item: QueuedUrl, res: FetchResult, text: string): Promise<{ hrefs: string[]; base: string; title: string | null; error: string | null }> {
     const page = await extractLinksAsync(text, this.seed.productToken);
     const nofollow = this.seed.respectNofollow && (page.metaNofollow || headerNofollow(res.headers['x-robots-tag'], this.seed.productToken));
     const hrefs = nofollow ? [] : this.seed.respectNofollow ? page.hrefs : [...page.hrefs, ...page.nofollowHrefs];
-    const base = page.base === null ? item.u : (normalizeUrl(page.base, item.u) ?? item.u);
+    const base = page.base === null ? item.url : (normalizeUrl(page.base, item.url) ?? item.url);
     let error: string | null = null;
     if (this.onPage) {
       try {
-        const extra = await this.onPage({ url: item.u, status: res.status, headers: res.headers, body: text, $: async () => (await import('cheerio')).load(text) });
+        const extra = await this.onPage({ url: item.url, status: res.status, headers: res.headers, body: text, $: async () => (await import('cheerio')).load(text) });
         if (Array.isArray(extra)) hrefs.push(...extra.filter((u): u is string => typeof u === 'string'));
       } catch (err) {
         error = `onPage hook failed: ${(err as Error).message}`;
@@ -64,7 +59,7 @@ export class LinkFollower {
     return { hrefs, base, title: page.title, error };
   }
 
-  async follow(item: CrawlItem, res: FetchResult, text: string): Promise<FollowedPage> {
+  async follow(item: QueuedUrl, res: FetchResult, text: string): Promise<FollowedPage> {
     const { hrefs, base, title, error } = await this.hrefs(item, res, text);
     const seen = new Map<string, URL>();
     const baseUrl = new URL(base);
@@ -74,18 +69,18 @@ export class LinkFollower {
       if (!u) malformed++;
       else if (!seen.has(u.href)) seen.set(u.href, u);
     }
-    const depth = item.d + 1;
-    const byDomain = new Map<string, CrawlItem[]>();
+    const depth = item.depth + 1;
+    const byDomain = new ByDomain();
     let localHits = 0;
     if (this.seed.maxDepth === null || depth <= this.seed.maxDepth) {
       for (const [n, u] of seen) {
         const d = this.scope.decide(n, u);
         if (!d.ok) continue;
         if (this.localSeen.has(n)) localHits++;
-        else push(byDomain, d.domain, { u: n, d: depth, r: item.u, h: 0 });
+        else byDomain.add(d.domain, queuedUrl(n, { depth, referrer: item.url }));
       }
     }
-    const offered = [...byDomain.values()].flatMap((items) => items.map((i) => i.u));
+    const offered = byDomain.urls();
     // Offered from now: another page of this worker that links them meanwhile leaves them to this call.
     this.localSeen.offering(offered);
     // Remembered only once Redis has answered for them: a failed call leaves them to be offered again.
@@ -109,16 +104,17 @@ export class LinkFollower {
    * (scope, robots, dedupe and the rate limit apply). Returns the target
    * (null when unusable) and why it was not queued, if it was not.
    */
-  async redirect(item: CrawlItem, res: FetchResult): Promise<{ target: string | null; error: string | null; tallies: Tallies }> {
+  async redirect(item: QueuedUrl, res: FetchResult): Promise<{ target: string | null; error: string | null; tallies: Tallies }> {
     const loc = Array.isArray(res.headers.location) ? res.headers.location[0] : res.headers.location;
-    const target = loc === undefined ? null : normalizeUrl(loc, item.u);
+    const target = loc === undefined ? null : normalizeUrl(loc, item.url);
     if (!target) return { target, error: 'redirect to a malformed or non-http URL', tallies: [['malformed', 1]] };
-    if (item.h + 1 > this.seed.maxRedirects) return { target, error: `more than ${this.seed.maxRedirects} redirects`, tallies: [] };
+    if (item.hops + 1 > this.seed.maxRedirects) return { target, error: `more than ${this.seed.maxRedirects} redirects`, tallies: [] };
     // A sitemap's redirect leads to a sitemap: only its domain is in question.
-    const d = item.k === 's' ? this.scope.decideDomain(target) : this.scope.decide(target);
+    const d = item.sitemapLevel !== null ? this.scope.decideDomain(target) : this.scope.decide(target);
     if (!d.ok) return { target, error: `redirect target ${d.reason}`, tallies: [] };
-    const { k, n: level, m } = item;
-    const n = await this.enqueue(d.domain, [{ u: target, d: item.d, r: item.u, h: item.h + 1, ...(k ? { k, n: level ?? 0 } : {}), ...(m ? { m } : {}) }]);
+    const batch = new ByDomain();
+    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0 });
+    const n = (await this.enqueueGrouped(batch)).enqueued;
     return { target, error: null, tallies: [['enqueued', n]] };
   }
 
@@ -130,37 +126,36 @@ export class LinkFollower {
    */
   async sitemaps(locs: string[], base: string, level: number, referrer: string | null): Promise<{ enqueued: number; ignored: number }> {
     if (level > SITEMAP_LIMITS.maxNesting) return { enqueued: 0, ignored: locs.length };
-    const byDomain = new Map<string, CrawlItem[]>();
+    const byDomain = new ByDomain();
     let ignored = 0;
     for (const loc of locs) {
       const u = normalizeToUrl(loc, base);
       const d = u ? this.scope.decideDomain(u.href, u) : null;
-      if (u && d?.ok) push(byDomain, d.domain, { u: u.href, d: 0, r: referrer, h: 0, k: 's', n: level });
+      if (u && d?.ok) byDomain.add(d.domain, queuedUrl(u.href, { referrer, sitemapLevel: level }));
       else ignored++;
     }
     return { enqueued: (await this.enqueueGrouped(byDomain)).enqueued, ignored };
   }
 
   /** A sitemap's page URLs: at depth 0, like start URLs, but through scope, include/exclude and dedupe; each keeps its lastmod. */
-  async sitemapPages(sitemap: CrawlItem, entries: SitemapEntry[]): Promise<{ inScope: number; enqueued: number }> {
-    const byDomain = new Map<string, CrawlItem[]>();
+  async sitemapPages(sitemap: QueuedUrl, entries: SitemapEntry[]): Promise<{ inScope: number; enqueued: number }> {
+    const byDomain = new ByDomain();
     const seen = new Set<string>();
-    const base = new URL(sitemap.u);
+    const base = new URL(sitemap.url);
     for (const e of entries) {
       const u = normalizeToUrl(e.loc, base);
       if (!u || seen.has(u.href)) continue;
       seen.add(u.href);
       const d = this.scope.decide(u.href, u);
-      if (d.ok) push(byDomain, d.domain, { u: u.href, d: 0, r: sitemap.u, h: 0, ...(e.lastmod ? { m: e.lastmod } : {}) });
+      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { referrer: sitemap.url, lastmod: e.lastmod ?? null }));
     }
     const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
     return { inScope: candidates, enqueued };
   }
 
-  /** One enqueue per target domain, all at once (one script call): how many were offered and how many were new. */
-  private async enqueueGrouped(byDomain: Map<string, CrawlItem[]>): Promise<{ candidates: number; enqueued: number }> {
-    const counts = await Promise.all([...byDomain].map(([domain, items]) => this.enqueue(domain, items)));
-    return { candidates: [...byDomain.values()].reduce((a, l) => a + l.length, 0), enqueued: counts.reduce((a, b) => a + b, 0) };
+  /** Enqueued (links/enqueue.ts): how many were offered and how many were new. */
+  private async enqueueGrouped(byDomain: ByDomain): Promise<{ candidates: number; enqueued: number }> {
+    return { candidates: byDomain.count, enqueued: await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain) };
   }
 
   private arenaBitmap(): Promise<BloomParams> {
@@ -172,10 +167,5 @@ export class LinkFollower {
       this.bitmap = read;
     }
     return this.bitmap;
-  }
-
-  private async enqueue(domain: string, items: CrawlItem[]): Promise<number> {
-    const bloom = await this.arenaBitmap();
-    return this.queue.enqueue(this.seed.arena, domain, items.map(encodeItem), { dedupe: items.map((i) => bloomPositions(i.u, bloom)) });
   }
 }

@@ -5,3 +5,4 @@ export * from './html-tree.js';
 export * from './on-page.js';
 export * from './scope.js';
 export * from './sitemap.js';
+export * from './enqueue.js';

@@ -1,0 +1,44 @@
+import type { FairQueue } from '../../queue/index.js';
+import { bloomPositions, type BloomParams } from '../dedupe/index.js';
+import { encodeItem, type QueuedUrl } from '../store/index.js';
+
+/** Domains whose enqueue calls are in flight at once (the queue client sends calls made together as one). */
+const DOMAINS_IN_FLIGHT = 256;
+
+/** URLs grouped by the domain (the queue) each goes to, in the order added. */
+export class ByDomain {
+  readonly groups = new Map<string, QueuedUrl[]>();
+
+  add(domain: string, url: QueuedUrl): void {
+    const list = this.groups.get(domain);
+    if (list) list.push(url);
+    else this.groups.set(domain, [url]);
+  }
+
+  /** How many URLs were added. */
+  get count(): number {
+    let n = 0;
+    for (const list of this.groups.values()) n += list.length;
+    return n;
+  }
+
+  urls(): string[] {
+    return [...this.groups.values()].flatMap((list) => list.map((q) => q.url));
+  }
+}
+
+/**
+ * The one way URLs enter the queue, for kickoff and for links alike: one
+ * enqueue per domain with each URL's Bloom positions (the queue drops those
+ * already seen, atomically), many domains at once so the queue client
+ * carries many queues in one script call. Returns how many were new.
+ */
+export async function enqueueUrls(queue: FairQueue, arena: string, bloom: BloomParams, batch: ByDomain): Promise<number> {
+  const groups = [...batch.groups];
+  let enqueued = 0;
+  for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
+    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).map(([domain, list]) => queue.enqueue(arena, domain, list.map(encodeItem), { dedupe: list.map((q) => bloomPositions(q.url, bloom)) }));
+    for (const n of await Promise.all(calls)) enqueued += n;
+  }
+  return enqueued;
+}
