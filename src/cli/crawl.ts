@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { CrawlLock } from '../crawl/store/index.js';
-import { kickoff } from '../crawl/kickoff.js';
-import { JsonlWriter } from '../crawl/output/index.js';
+import type { CrawlLock } from '../crawl/store/index.js';
+import { startCrawl } from '../crawl/run.js';
 import { crawlStats } from '../crawl/counters/index.js';
 import { FairQueue } from '../queue/index.js';
 import { connectRedis } from '../redis.js';
@@ -31,17 +30,14 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
   let lock: CrawlLock | undefined;
   let signals: ReturnType<typeof forwardSignals> | undefined;
   try {
-    // Before anything is written, the output file above all: one crawl drives an arena.
-    lock = await CrawlLock.acquire(redis, queue, seed.arena);
-    const before = await queue.stats(seed.arena);
-    const r = await kickoff(redis, seed, queue);
-    log.info({ arena: seed.arena, ...r, workers: flags.workers }, 'kickoff done; starting workers');
+    const started = await startCrawl(redis, seed, queue, flags.out);
+    lock = started.lock;
+    log.info({ arena: seed.arena, ...started.kickoff, workers: flags.workers }, 'kickoff done; starting workers');
     await sayPlacement(redis, queue, seed.arena, log);
-    if (before.exists && r.enqueued === 0 && (await queue.stats(seed.arena)).drained) {
+    if (started.alreadyDrained) {
       process.stdout.write(`arena ${seed.arena} is already drained: nothing to crawl. Run \`weir clear ${seedPath} --yes\` (or use another arena) to crawl again.\n`);
       return EXIT.ok;
     }
-    if (flags.out) await new JsonlWriter(flags.out, { truncate: true }).close();
     const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.warc ? ['--warc', flags.warc.dir, '--warc-max-bytes', String(flags.warc.maxBytes)] : []), ...(flags.workerArgs ?? [])];
     // The Redis URL goes by environment, not argv: a password would show in `ps`.
     const children = Array.from({ length: flags.workers }, () =>

@@ -61,16 +61,35 @@ export interface CrawlResult {
 }
 
 /**
- * Kickoff, then `workers` workers in this process until the arena is
- * drained (or maxPages); `out` is truncated first and shared by them.
+ * A crawl's start, the same for `weir crawl` and crawl(): the arena's lock
+ * taken before anything is written (one crawl drives an arena; the caller
+ * releases it), kickoff, and whether the arena was drained already with
+ * nothing new to crawl; else the output file is truncated.
+ */
+export async function startCrawl(redis: Redis | Cluster, seed: Seed, queue: FairQueue, out?: string): Promise<{ lock: CrawlLock; kickoff: KickoffResult; alreadyDrained: boolean }> {
+  const lock = await CrawlLock.acquire(redis, queue, seed.arena);
+  try {
+    const before = await queue.stats(seed.arena);
+    const k = await kickoff(redis, seed, queue);
+    const alreadyDrained = before.exists && k.enqueued === 0 && (await queue.stats(seed.arena)).drained;
+    if (out !== undefined && !alreadyDrained) await new JsonlWriter(out, { truncate: true }).close();
+    return { lock, kickoff: k, alreadyDrained };
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+/**
+ * startCrawl, then `workers` workers in this process until the arena is
+ * drained (or maxPages), sharing the output file.
  */
 export async function runCrawl(redis: Redis | Cluster, seed: Seed, options: Omit<WorkerOptions, 'out' | 'exitWhenDone'> & { workers: number; out?: string }): Promise<CrawlResult> {
   const queue = new FairQueue(redis);
-  const lock = await CrawlLock.acquire(redis, queue, seed.arena);
+  const { lock, kickoff: k } = await startCrawl(redis, seed, queue, options.out);
   let out: JsonlWriter | undefined;
   try {
-    const k = await kickoff(redis, seed, queue);
-    out = options.out ? new JsonlWriter(options.out, { truncate: true }) : undefined;
+    out = options.out ? new JsonlWriter(options.out) : undefined;
     const { workers, out: _path, ...workerOptions } = options;
     const summaries = await Promise.all(
       Array.from({ length: workers }, () => runWorker(redis, seed, { ...workerOptions, exitWhenDone: true, ...(out ? { out } : {}) })),
