@@ -13,7 +13,8 @@
  * "unlimited"); weir's are unlimited.
  */
 import type { Redis } from 'ioredis';
-import { ScriptRunner, arenaKeys, type FairQueue, type Lease } from '../src/queue/index.js';
+import { type FairQueue, type Lease } from '../src/queue/index.js';
+import { ScriptRunner, arenaKeys } from '../src/queue/internal.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { SeedDesignQueue } from './seed-design.js';
 

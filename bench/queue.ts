@@ -21,7 +21,9 @@
 import { setMaxListeners } from 'node:events';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { FairQueue, ScriptRunner, arenaKeys, sleepUntil, type Lease } from '../src/queue/index.js';
+import { FairQueue, type Lease } from '../src/queue/index.js';
+import { ScriptRunner, arenaKeys } from '../src/queue/internal.js';
+import { sleepUntil } from '../src/sleep.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { clusterQueueBenchmarks } from './cluster-cost.js';
 import { queueCostBenchmarks } from './queue-cost.js';

@@ -7,7 +7,7 @@
  *     onPage: async ({ url, $ }) => { const doc = await $(); console.log(url, doc('h1').text()); },
  *   });
  */
-import { type RedisClient as Redis, connectRedis } from './redis.js';
+import { type RedisClient, connectRedis } from './redis.js';
 import type { Logger } from 'pino';
 import { kickoff, type KickoffResult } from './crawl/kickoff.js';
 import { JsonlWriter } from './crawl/output/index.js';
@@ -21,7 +21,7 @@ import { LIMITS } from './queue/index.js';
 
 export interface ApiOptions {
   /** A connected client (yours to close), or a Redis URL (default REDIS_URL, else redis://127.0.0.1:6379). */
-  redis?: Redis | string;
+  redis?: RedisClient | string;
   /** Fetches in flight per worker. */
   concurrency?: number;
   /** One JSON line per URL. crawl() truncates it; worker() appends. */
@@ -38,7 +38,7 @@ export interface ApiOptions {
   warc?: { dir: string; maxBytes?: number };
 }
 
-async function open(redis: ApiOptions['redis']): Promise<{ client: Redis; owned: boolean }> {
+async function open(redis: ApiOptions['redis']): Promise<{ client: RedisClient; owned: boolean }> {
   if (redis && typeof redis !== 'string') return { client: redis, owned: false };
   return { client: await connectRedis(redis ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), owned: true };
 }

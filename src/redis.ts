@@ -20,7 +20,8 @@ export function redactRedisUrl(url: string): string {
 }
 
 /** A single Redis or a Cluster: weir takes either, and says which (connectRedis). */
-export type RedisClient = Redis | Cluster;
+export type { RedisClient } from './queue/index.js';
+import type { RedisClient } from './queue/index.js';
 
 /**
  * Opens a Redis connection for a long-running process: once connected it

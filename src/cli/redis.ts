@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { type RedisClient as Redis, connectRedis, describeRedis, redactRedisUrl } from '../redis.js';
+import { type RedisClient, connectRedis, describeRedis, redactRedisUrl } from '../redis.js';
 import { chooseRedis } from '../embedded-redis.js';
 import { FairQueue } from '../queue/index.js';
 
@@ -19,7 +19,7 @@ export async function pickRedis(flag: string | undefined): Promise<{ url: string
 }
 
 /** A queue must not be evicted: say so when Redis would. */
-export async function warnEviction(redis: Redis, log: Logger): Promise<void> {
+export async function warnEviction(redis: RedisClient, log: Logger): Promise<void> {
   try {
     const r = (await redis.config('GET', 'maxmemory-policy')) as string[];
     if (r[1] && r[1] !== 'noeviction') log.warn({ policy: r[1] }, `Redis maxmemory-policy is ${r[1]}: under memory pressure it may evict queued URLs; set it to noeviction`);
@@ -29,14 +29,14 @@ export async function warnEviction(redis: Redis, log: Logger): Promise<void> {
 }
 
 /** The one log line that says where an arena lives: how many masters, how many shards. */
-export async function sayPlacement(redis: Redis, queue: FairQueue, arena: string, log: Logger): Promise<void> {
+export async function sayPlacement(redis: RedisClient, queue: FairQueue, arena: string, log: Logger): Promise<void> {
   const { masters, said } = describeRedis(redis);
   const { shards } = await queue.layout(arena);
   log.info({ arena, masters, shards }, `arena ${arena} on ${said}: ${shards} shard${shards === 1 ? '' : 's'}`);
 }
 
 /** Connects, runs `fn` with the client and a queue, and closes both. */
-export async function withQueue<T>(url: string, fn: (redis: Redis, queue: FairQueue) => Promise<T>): Promise<T> {
+export async function withQueue<T>(url: string, fn: (redis: RedisClient, queue: FairQueue) => Promise<T>): Promise<T> {
   const redis = await connectRedis(url);
   const queue = new FairQueue(redis);
   try {

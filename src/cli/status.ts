@@ -1,6 +1,7 @@
 import { crawlStats } from '../crawl/counters/index.js';
-import { sleep, type FairQueue } from '../queue/index.js';
-import { redactRedisUrl, type RedisClient as Redis } from '../redis.js';
+import { type FairQueue } from '../queue/index.js';
+import { sleep } from '../sleep.js';
+import { redactRedisUrl, type RedisClient } from '../redis.js';
 import { serveStatus } from '../status/server.js';
 import { StatusSource } from '../status/source.js';
 import type { CommandContext } from './context.js';
@@ -31,7 +32,7 @@ export async function cmdStatus(ctx: CommandContext, opts: StatusFlags): Promise
 }
 
 /** Serves the page until SIGINT or SIGTERM. */
-async function servePage(ctx: CommandContext, redis: Redis, queue: FairQueue, port: number, host: string): Promise<number> {
+async function servePage(ctx: CommandContext, redis: RedisClient, queue: FairQueue, port: number, host: string): Promise<number> {
   const page = await serveStatus(new StatusSource(redis, queue, ctx.seed.arena, redactRedisUrl(ctx.url)), { host, port, log: ctx.log });
   process.stdout.write(`weir status: live page of arena ${ctx.seed.arena} at ${page.url} (read-only; JSON at ${page.url}api/status; Ctrl-C to stop)\n`);
   await new Promise<void>((resolve) => {

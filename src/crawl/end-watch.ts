@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { sleep } from '../queue/index.js';
+import { sleep } from '../sleep.js';
 import type { PageBudget } from './lease/index.js';
 import { WORKER_DEFAULTS, type WorkerSummary } from './worker-options.js';
 

@@ -1,10 +1,10 @@
-import type { Cluster, Redis } from 'ioredis';
 import { FairQueue } from '../queue/index.js';
 import { bloomParams, legacyBloomParams, type BloomParams } from './dedupe/index.js';
 import { crawlKeys, queuedUrl, type ArenaKeyMaker, type QueuedUrl } from './store/index.js';
 import { STARTED_AT_FIELD } from './counters/index.js';
 import { ByDomain, enqueueUrls, Scope } from './links/index.js';
 import { storableSeed, validateSeed, type Seed } from './seed/index.js';
+import type { RedisClient } from '../queue/index.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now. */
@@ -17,7 +17,7 @@ export interface KickoffResult {
 }
 
 /** The seed kickoff stored in the arena (what every worker uses), or null before kickoff. */
-export async function readStoredSeed(redis: Redis | Cluster, arena: string, queue: ArenaKeyMaker): Promise<Seed | null> {
+export async function readStoredSeed(redis: RedisClient, arena: string, queue: ArenaKeyMaker): Promise<Seed | null> {
   const raw = await redis.get(crawlKeys(arena, queue).seed);
   return raw ? validateSeed(JSON.parse(raw)) : null;
 }
@@ -49,7 +49,7 @@ function byDomain(scope: Scope, urls: readonly string[], make: (u: string) => Qu
 }
 
 /** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
-export async function kickoff(redis: Redis | Cluster, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
+export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
   // The shard count first: another than the arena's is an error before anything is written.
   await queue.fixShards(seed.arena, seed.shards ?? undefined);

@@ -4,9 +4,9 @@
  * workers in this process.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { FairQueue, QueueArgumentError, sleep } from '../queue/index.js';
+import { FairQueue, QueueArgumentError } from '../queue/index.js';
+import { sleep } from '../sleep.js';
 import { CrawlLock } from './store/index.js';
 import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
 import { JsonlWriter } from './output/index.js';
@@ -14,6 +14,7 @@ import { storableSeed, type Seed } from './seed/index.js';
 import { crawlStats, type CrawlStats } from './counters/index.js';
 import { CrawlWorker } from './worker.js';
 import type { WorkerOptions, WorkerSummary } from './worker-options.js';
+import type { RedisClient } from '../queue/index.js';
 
 /** How often a worker started before kickoff looks for the stored seed. */
 const KICKOFF_POLL_MS = 500;
@@ -24,7 +25,7 @@ const KICKOFF_POLL_MS = 500;
  * when there is none yet (saying so once); warns when the local seed differs
  * from the stored one. Resolves null when `signal` aborts first.
  */
-export async function storedSeed(redis: Redis | Cluster, local: Seed, options: { log?: Logger | undefined; signal?: AbortSignal | undefined } = {}): Promise<Seed | null> {
+export async function storedSeed(redis: RedisClient, local: Seed, options: { log?: Logger | undefined; signal?: AbortSignal | undefined } = {}): Promise<Seed | null> {
   const queue = new FairQueue(redis);
   let waiting = false;
   while (!options.signal?.aborted) {
@@ -48,7 +49,7 @@ export async function storedSeed(redis: Redis | Cluster, local: Seed, options: {
 }
 
 /** One worker on the arena's stored seed, until drained (exitWhenDone), maxPages, or abort. */
-export async function runWorker(redis: Redis | Cluster, local: Seed, options: WorkerOptions = {}): Promise<WorkerSummary> {
+export async function runWorker(redis: RedisClient, local: Seed, options: WorkerOptions = {}): Promise<WorkerSummary> {
   const seed = await storedSeed(redis, local, { log: options.logger, signal: options.signal });
   if (!seed) return { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, dequeues: 0, emptyDequeues: 0, wakeups: 0, exitReason: 'stopped' };
   return new CrawlWorker(redis, seed, options).run();
@@ -66,7 +67,7 @@ export interface CrawlResult {
  * releases it), kickoff, and whether the arena was drained already with
  * nothing new to crawl; else the output file is truncated.
  */
-export async function startCrawl(redis: Redis | Cluster, seed: Seed, queue: FairQueue, out?: string): Promise<{ lock: CrawlLock; kickoff: KickoffResult; alreadyDrained: boolean }> {
+export async function startCrawl(redis: RedisClient, seed: Seed, queue: FairQueue, out?: string): Promise<{ lock: CrawlLock; kickoff: KickoffResult; alreadyDrained: boolean }> {
   const lock = await CrawlLock.acquire(redis, queue, seed.arena);
   try {
     const before = await queue.stats(seed.arena);
@@ -84,7 +85,7 @@ export async function startCrawl(redis: Redis | Cluster, seed: Seed, queue: Fair
  * startCrawl, then `workers` workers in this process until the arena is
  * drained (or maxPages), sharing the output file.
  */
-export async function runCrawl(redis: Redis | Cluster, seed: Seed, options: Omit<WorkerOptions, 'out' | 'exitWhenDone'> & { workers: number; out?: string }): Promise<CrawlResult> {
+export async function runCrawl(redis: RedisClient, seed: Seed, options: Omit<WorkerOptions, 'out' | 'exitWhenDone'> & { workers: number; out?: string }): Promise<CrawlResult> {
   const queue = new FairQueue(redis);
   const { lock, kickoff: k } = await startCrawl(redis, seed, queue, options.out);
   let out: JsonlWriter | undefined;

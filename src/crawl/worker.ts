@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { FairQueue, sleep, type Lease, type LeaseOutcome } from '../queue/index.js';
+import { FairQueue, type Lease, type LeaseOutcome } from '../queue/index.js';
+import { sleep } from '../sleep.js';
 import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
@@ -15,6 +15,7 @@ import type { Seed } from './seed/index.js';
 import { crawlKeys, decodeItem, PauseNotes, type CrawlKeys } from './store/index.js';
 import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
+import type { RedisClient } from '../queue/index.js';
 
 export { WORKER_DEFAULTS };
 export type { OnPage, PageContext, WorkerOptions, WorkerSummary } from './worker-options.js';
@@ -49,7 +50,7 @@ export class CrawlWorker {
   private exitReason: WorkerSummary['exitReason'] = 'stopped';
 
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: RedisClient,
     private readonly seed: Seed,
     private readonly options: WorkerOptions = {},
   ) {

@@ -4,7 +4,6 @@
  * shard it concerns or to all of them (src/queue/shards.ts). FairQueue
  * (queue.ts) adds enqueue, dequeue and leases on top.
  */
-import type { Cluster, Redis } from 'ioredis';
 import { deadAcross, nextCursor, splitCursor, sumArenaStats } from './arena-wide.js';
 import { bad, checkInt, checkName, checkRate } from './checks.js';
 import { unlinkNamespace } from './clear.js';
@@ -16,13 +15,14 @@ import { decodeDead, decodeOutcome, decodeStats, type StatsReply } from './repli
 import { ScriptRunner, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
 import type { ArenaStats, DeadItem, Lease, LeaseOutcome, QueueLimit, QueuePage, QueueStats } from './types.js';
+import type { RedisClient } from './types.js';
 
 export class ArenaAdmin {
   protected readonly scripts: ScriptRunner;
   protected readonly layouts: Layouts;
 
   constructor(
-    protected readonly client: Redis | Cluster,
+    protected readonly client: RedisClient,
     readonly prefix: string,
   ) {
     this.scripts = new ScriptRunner(client);

@@ -1,4 +1,5 @@
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { RedisClient } from './types.js';
 
 /**
  * Deletes every key that starts with `namespace` (an arena's `weir:{A}:`) in
@@ -6,7 +7,7 @@ import { Cluster, type Redis } from 'ioredis';
  * CLUSTER GETKEYSINSLOT on the arena's one slot; UNLINK frees big keys in
  * the background. Returns how many keys were deleted.
  */
-export async function unlinkNamespace(client: Redis | Cluster, namespace: string): Promise<number> {
+export async function unlinkNamespace(client: RedisClient, namespace: string): Promise<number> {
   let deleted = 0;
   if (client instanceof Cluster) {
     const slot = Number(await client.cluster('KEYSLOT', `${namespace}x`));

@@ -1,6 +1,7 @@
 /**
- * The queue's public API: the only file of src/queue that code outside it
- * may import (the lint rule in eslint.config.js enforces it).
+ * The queue's public API (`weir/queue`): the only file of src/queue that
+ * code outside it may import (the lint rule in eslint.config.js enforces
+ * it). What only tests and benchmarks need is in internal.ts.
  */
 export { FairQueue } from './queue.js';
 export { DEFAULTS, LIMITS } from './limits.js';
@@ -16,15 +17,12 @@ export type {
   QueuePage,
   QueueStats,
   Rate,
+  RedisClient,
   RetryOptions,
   TakeOptions,
   DequeueOptions,
 } from './types.js';
 export { QueueArgumentError } from './errors.js';
 export type { QueueErrorCode } from './errors.js';
-export { ARENA_KEY_NAMES, arenaKeys, validateArenaName } from './keys.js';
-export { shardOf, type ShardLayout } from './shards.js';
-export { SHARDS_PER_MASTER } from './layouts.js';
-export { SCRIPT_NAMES, ScriptRunner, loadScripts } from './scripts.js';
-export { RedisClock } from './clock.js';
-export { sleep, sleepUntil } from './sleep.js';
+export { validateArenaName } from './keys.js';
+export type { ShardLayout } from './shards.js';

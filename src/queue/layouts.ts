@@ -6,10 +6,11 @@
  * shards finds them soon, and the scripts that place queues refuse a caller
  * whose shard count is not the arena's (WEIR_SHARDS_CHANGED: it re-reads).
  */
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { QueueArgumentError } from './errors.js';
 import { layoutKey, shardKey } from './keys.js';
 import { checkShardCount, formatLayout, parseLayout, singleShard, type ShardLayout } from './shards.js';
+import type { RedisClient } from './types.js';
 
 const PROVISIONAL_MS = 1000;
 
@@ -20,7 +21,7 @@ export class Layouts {
   private readonly known = new Map<string, { layout: Promise<ShardLayout>; readAt: number }>();
 
   constructor(
-    private readonly client: Redis | Cluster,
+    private readonly client: RedisClient,
     private readonly prefix: string,
   ) {}
 
@@ -111,7 +112,7 @@ function mismatch(arena: string, have: number, asked: number): QueueArgumentErro
  * one that holds shard 0, whatever CRC16 makes of the names: each master
  * carries S/M shards, not a lottery's share.
  */
-async function chooseTags(client: Redis | Cluster, arena: string, shards: number): Promise<string[]> {
+async function chooseTags(client: RedisClient, arena: string, shards: number): Promise<string[]> {
   const tags = [arena];
   if (!(client instanceof Cluster)) {
     for (let i = 1; i < shards; i++) tags.push(`${arena}~${i}`);

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
 import { ArenaAdmin } from './arena-admin.js';
 import { checkDedupe, checkInt, checkItems, checkName, checkReason } from './checks.js';
 import { ShardClocks, type RedisClock } from './clock.js';
@@ -13,6 +12,7 @@ import { ReplicaWait } from './replicas.js';
 import { SeenCheck } from './seen-check.js';
 import { RidingCommits, SpareLeases } from './spares.js';
 import { Waiting } from './waiting.js';
+import type { RedisClient } from './types.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
 type TakeStep = DequeueResult & { committed?: LeaseOutcome };
@@ -40,8 +40,8 @@ export class FairQueue extends ArenaAdmin {
   private readonly clocks = new ShardClocks();
   readonly clock = this.clocks.any;
   /** Per shard tag, the connection its wake list is waited on with (blocking: one each). */
-  private readonly blockers = new Map<string, Redis | Cluster>();
-  private readonly given: Redis | Cluster | undefined;
+  private readonly blockers = new Map<string, RedisClient>();
+  private readonly given: RedisClient | undefined;
   private readonly waiting: Waiting;
   private readonly replicas = new ReplicaWait(this.client);
   /** Leases whose commit frees their queue (served at its in-flight cap with items waiting). */
@@ -58,7 +58,7 @@ export class FairQueue extends ArenaAdmin {
   private readonly seenCheck = new SeenCheck(this.counters);
   private readonly riding: RidingCommits;
 
-  constructor(client: Redis | Cluster, options: FairQueueOptions = {}) {
+  constructor(client: RedisClient, options: FairQueueOptions = {}) {
     super(client, options.prefix ?? DEFAULTS.prefix);
     const linger = checkInt('lingerMs', options.lingerMs ?? 0, 0, LIMITS.maxLingerMs);
     this.dequeues = new Coalescer<TakeRequest, TakeStep>(
@@ -88,7 +88,7 @@ export class FairQueue extends ArenaAdmin {
   }
 
   /** The caller's blocking client serves the first shard waited on; every other shard gets its own duplicate. */
-  private blockingClient(tag: string): Redis | Cluster {
+  private blockingClient(tag: string): RedisClient {
     let b = this.blockers.get(tag);
     if (!b) {
       const mine = this.given !== undefined && ![...this.blockers.values()].includes(this.given);

@@ -8,14 +8,15 @@
  * (WAIT covers the writes this connection sent before it), bounded by
  * WAIT_MS so that a replica that is gone delays, never stops, a crawl.
  */
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { RedisClient } from './types.js';
 
 const WAIT_MS = 500;
 
 export class ReplicaWait {
   private readonly slots = new Map<string, number>();
 
-  constructor(private readonly client: Redis | Cluster) {}
+  constructor(private readonly client: RedisClient) {}
 
   /** After a write to shard `tag`: waits until a replica of its master has it (no-op without replicas). */
   async after(tag: string): Promise<void> {

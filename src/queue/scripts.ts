@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Cluster, Redis } from 'ioredis';
 import { fromReplyError } from './errors.js';
 import { luaLimits } from './limits.js';
+import type { RedisClient } from './types.js';
 
 /** The queue's commands, one Lua file each in lua/. */
 export const SCRIPT_NAMES = [
@@ -154,7 +154,7 @@ export class ScriptRunner {
   private mode: 'function' | 'eval' | null = null;
   private loading: Promise<void> | null = null;
 
-  constructor(private readonly client: Redis | Cluster) {}
+  constructor(private readonly client: RedisClient) {}
 
   async run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.mode !== 'eval') {

@@ -1,5 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 
+/** A connected ioredis client: one Redis, or a Cluster. */
+export type RedisClient = Redis | Cluster;
+
 export type Rate = number | 'unlimited';
 
 export interface QueueLimit {
@@ -152,7 +155,7 @@ export interface FairQueueOptions {
   prefix?: string;
   leaseMs?: number;
   /** A client for blocking waits; by default one is made with `client.duplicate()` when first needed. */
-  blockingClient?: Redis | Cluster;
+  blockingClient?: RedisClient;
   /**
    * Most ms a dequeue, commit or enqueue may wait for others to share its
    * script call when calls of its kind have lately come less than that far

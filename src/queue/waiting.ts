@@ -7,11 +7,11 @@
  * is served: that is the scripts'.
  */
 import { setMaxListeners } from 'node:events';
-import type { Cluster, Redis } from 'ioredis';
 import { DEFAULTS } from './limits.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../sleep.js';
 import type { DequeueResult, Lease, QueueClientCounters } from './types.js';
 import { WakeListener } from './wake.js';
+import type { RedisClient } from './types.js';
 
 /** A promise lapses within 20 ms of its slot (lua/dequeue.lua): a few are plenty to keep. */
 const MAX_PROMISES = 8;
@@ -34,7 +34,7 @@ export class Waiting {
   private sleeping = 0;
 
   constructor(
-    private readonly blocker: (tag: string) => Redis | Cluster,
+    private readonly blocker: (tag: string) => RedisClient,
     private readonly wakeKey: (tag: string) => string,
     private readonly counters: QueueClientCounters,
   ) {}

@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './types.js';
 
 interface Waiter {
   resolve: (woken: boolean) => void;
@@ -26,7 +26,7 @@ export class WakeListener {
   private closed = false;
 
   constructor(
-    private readonly blocker: Redis | Cluster,
+    private readonly blocker: RedisClient,
     private readonly wakeKey: string,
   ) {}
 

@@ -1,8 +1,8 @@
-import type { Cluster, Redis } from 'ioredis';
 import { readHistory, type History, crawlStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
 import { crawlKeys, decodeItem } from '../crawl/store/index.js';
 import type { FairQueue } from '../queue/index.js';
 import { selectRows, type ViewQuery } from './view.js';
+import type { RedisClient } from '../queue/index.js';
 
 /** The first page of the dead letter, as the page shows it. */
 export interface DeadRow {
@@ -45,7 +45,7 @@ export class StatusSource {
   private pending: Promise<{ stats: CrawlStats; dead: DeadRow[] }> | null = null;
 
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: RedisClient,
     private readonly queue: FairQueue,
     readonly arena: string,
     /** The Redis URL with any password masked. */

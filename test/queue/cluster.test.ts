@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { FairQueue, SCRIPT_NAMES, arenaKeys } from '../../src/queue/index.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { SCRIPT_NAMES, arenaKeys } from '../../src/queue/internal.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
 import { sleep } from '../helpers/fixture.js';

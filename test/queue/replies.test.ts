@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { arenaKeys, ScriptRunner } from '../../src/queue/index.js';
+import { arenaKeys, ScriptRunner } from '../../src/queue/internal.js';
 import { decodeDead, decodeDequeue, decodeExtend, decodeOutcome, decodeRetry, decodeStats } from '../../src/queue/replies.js';
 import { WakeListener } from '../../src/queue/wake.js';
 import { freshArena, sleep, useRedis } from '../helpers/fixture.js';

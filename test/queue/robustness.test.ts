@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { FairQueue, arenaKeys } from '../../src/queue/index.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { arenaKeys } from '../../src/queue/internal.js';
 import { decodeDequeue } from '../../src/queue/replies.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { freshArena, sleep, useRedis } from '../helpers/fixture.js';

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { FairQueue, arenaKeys } from '../../src/queue/index.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { arenaKeys } from '../../src/queue/internal.js';
 import { loadLibrary, loadScripts, ScriptRunner } from '../../src/queue/scripts.js';
 import { scriptCalls, startRedis, type RedisServer } from '../helpers/redis.js';
 

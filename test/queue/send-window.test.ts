@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { arenaKeys, type FairQueue, type Lease } from '../../src/queue/index.js';
+import { type FairQueue, type Lease } from '../../src/queue/index.js';
+import { arenaKeys } from '../../src/queue/internal.js';
 import { decodeDequeue } from '../../src/queue/replies.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { freshArena, sleep, useRedis } from '../helpers/fixture.js';

@@ -19,10 +19,11 @@ async function importProblems(file: string, from: string): Promise<string[]> {
 
 describe('layer boundaries (lint)', () => {
   it('src/queue imports nothing outside src/queue but the error module', async () => {
-    assert.match((await importProblems('src/queue/sleep.ts', '../crawl/keys.js')).join('\n'), /no-restricted-imports: .*src\/queue knows nothing outside/);
-    assert.match((await importProblems('src/queue/sleep.ts', '../cli/main.js')).join('\n'), /no-restricted-imports/);
-    assert.deepEqual(await importProblems('src/queue/sleep.ts', '../errors.js'), []);
-    assert.deepEqual(await importProblems('src/queue/sleep.ts', './limits.js'), []);
+    assert.match((await importProblems('src/queue/limits.ts', '../crawl/keys.js')).join('\n'), /no-restricted-imports: .*src\/queue knows nothing outside/);
+    assert.match((await importProblems('src/queue/limits.ts', '../cli/main.js')).join('\n'), /no-restricted-imports/);
+    assert.deepEqual(await importProblems('src/queue/limits.ts', '../errors.js'), []);
+    assert.deepEqual(await importProblems('src/queue/limits.ts', '../sleep.js'), []);
+    assert.deepEqual(await importProblems('src/queue/limits.ts', './limits.js'), []);
   });
 
   it('src/crawl imports neither the command line nor a queue file other than its index', async () => {
@@ -33,6 +34,14 @@ describe('layer boundaries (lint)', () => {
       assert.match((await importProblems(file, `${up}queue/limits.js`)).join('\n'), /through src\/queue\/index\.ts only/);
       assert.deepEqual(await importProblems(file, `${up}queue/index.js`), []);
     }
+  });
+
+  it('outside src/queue, src/ uses the queue through its index; internal.ts is for test/ and bench/', async () => {
+    assert.match((await importProblems('src/cli/main.ts', '../queue/internal.js')).join('\n'), /internal\.ts is for test\/ and bench\//);
+    assert.match((await importProblems('src/index.ts', './queue/scripts.js')).join('\n'), /through src\/queue\/index\.ts only/);
+    assert.match((await importProblems('src/crawl/worker.ts', '../queue/internal.js')).join('\n'), /through src\/queue\/index\.ts only/);
+    assert.deepEqual(await importProblems('test/queue/scripts.test.ts', '../../src/queue/internal.js'), []);
+    assert.deepEqual(await importProblems('bench/queue.ts', '../src/queue/internal.js'), []);
   });
 
   it("src/crawl's concern folders are used from outside through their index only", async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Coalescer } from '../../src/queue/coalesce.js';
-import { RedisClock } from '../../src/queue/index.js';
+import { RedisClock } from '../../src/queue/internal.js';
 
 describe('RedisClock', () => {
   it('maps through the sample with the shortest round trip; uncertainty is half of it', () => {

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { LIMITS, loadScripts, SCRIPT_NAMES } from '../../src/queue/index.js';
+import { LIMITS } from '../../src/queue/index.js';
+import { loadScripts, SCRIPT_NAMES } from '../../src/queue/internal.js';
 import { luaLimits } from '../../src/queue/limits.js';
 import { resolveIncludes } from '../../src/queue/scripts.js';
 

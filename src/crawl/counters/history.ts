@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
-import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
 import { addTo, type FieldAdds } from './add-fields.js';
 import type { CrawlKeys } from '../store/index.js';
 import type { TallyName } from './names.js';
+import type { RedisClient } from '../../queue/index.js';
 
 /**
  * Recent history for the status page, written by every worker in the
@@ -84,7 +85,7 @@ export interface History {
 }
 
 /** The last complete buckets (up to the retention) for `domains` and the arena. */
-export async function readHistory(redis: Redis | Cluster, keys: Pick<CrawlKeys, 'history'>, domains: string[], now: number): Promise<History> {
+export async function readHistory(redis: RedisClient, keys: Pick<CrawlKeys, 'history'>, domains: string[], now: number): Promise<History> {
   const last = Math.floor(now / HISTORY.bucketMs) - 1;
   const first = last - HISTORY.buckets + 1;
   const fields = [ARENA_FIELD, ...domains];
@@ -102,6 +103,6 @@ export async function readHistory(redis: Redis | Cluster, keys: Pick<CrawlKeys, 
 }
 
 /** Workers whose last flush is within HISTORY.workerSeenMs of `now`. */
-export async function workersSeen(redis: Redis | Cluster, keys: Pick<CrawlKeys, 'workers'>, now: number): Promise<number> {
+export async function workersSeen(redis: RedisClient, keys: Pick<CrawlKeys, 'workers'>, now: number): Promise<number> {
   return redis.zcount(keys.workers, Math.round(now - HISTORY.workerSeenMs), '+inf');
 }

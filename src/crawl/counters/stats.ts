@@ -4,7 +4,7 @@ import { DomainMatcher, parseDomainKey, type DomainKey } from '../urls/index.js'
 import { workersSeen } from './history.js';
 import { crawlKeys, readPauseNotes, type PauseNote } from '../store/index.js';
 import { STARTED_AT_FIELD, tallyField, type TallyName } from './tally.js';
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/index.js';
 
 /**
  * Why a domain is not being fetched this moment: an operator's hold, a
@@ -65,7 +65,7 @@ export interface CrawlStats {
 }
 
 /** Everything `weir status` shows, read from Redis (nothing guessed). */
-export async function crawlStats(redis: Redis | Cluster, arena: string, queue: FairQueue = new FairQueue(redis)): Promise<CrawlStats> {
+export async function crawlStats(redis: RedisClient, arena: string, queue: FairQueue = new FairQueue(redis)): Promise<CrawlStats> {
   const keys = crawlKeys(arena, queue);
   const totals = await queue.stats(arena);
   const counts = await redis.hgetall(keys.stats);

@@ -1,8 +1,8 @@
-import type { Cluster, Redis } from 'ioredis';
 import { addFields, type FieldAdds } from './add-fields.js';
 import type { HistoryWriter } from './history.js';
 import type { CrawlMetrics } from './metrics.js';
 import { TALLY_NAMES, tallyField, type Tallies, type TallyName } from './names.js';
+import type { RedisClient } from '../../queue/index.js';
 
 export { TALLY_NAMES, tallyField, type TallyName, type Tallies } from './names.js';
 
@@ -34,7 +34,7 @@ export class Tally {
    * Writes what was counted since the last flush, the history buckets and
    * this worker's heartbeat: one pipeline, the counts in one script call.
    */
-  async flush(redis: Redis | Cluster, key: string): Promise<void> {
+  async flush(redis: RedisClient, key: string): Promise<void> {
     if (this.pending.size === 0 && !this.history) return;
     const adds: FieldAdds = new Map([[key, this.pending]]);
     this.pending = new Map();

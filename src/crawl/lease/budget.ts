@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/index.js';
 
 /**
  * maxPages, counted exactly across every worker: a page is reserved in
@@ -7,7 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
  */
 export class PageBudget {
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: RedisClient,
     private readonly key: string,
     private readonly maxPages: number | null,
   ) {}

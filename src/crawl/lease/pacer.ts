@@ -1,4 +1,5 @@
-import { LIMITS, sleepUntil, type Lease, type LeaseOutcome } from '../../queue/index.js';
+import { LIMITS, type Lease, type LeaseOutcome } from '../../queue/index.js';
+import { sleepUntil } from '../../sleep.js';
 import type { SendGate } from '../fetch/index.js';
 import type { TallyName } from '../counters/index.js';
 

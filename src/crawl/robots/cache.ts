@@ -1,6 +1,6 @@
-import type { Cluster, Redis } from 'ioredis';
 import { type CrawlKeys, ownedLock } from '../store/index.js';
 import { RobotsMatcher, type RobotsRules } from './parse.js';
+import type { RedisClient } from '../../queue/index.js';
 
 /** Documented robots.txt behaviour. */
 export const ROBOTS = {
@@ -44,7 +44,7 @@ export class RobotsCache {
   private readonly local = new Map<string, { entry: RobotsEntry; until: number }>();
 
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: RedisClient,
     private readonly keys: CrawlKeys,
   ) {}
 

@@ -1,4 +1,3 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { LIMITS, type FairQueue } from '../../queue/index.js';
 import { FetchError, type Fetcher, type FetchResult, type SendGate } from '../fetch/index.js';
@@ -8,6 +7,7 @@ import { ROBOTS, robotsRetryMs, type RobotsCache, type RobotsState } from './cac
 import { parseRobots, robotsText } from './parse.js';
 import type { Scope } from '../links/index.js';
 import type { Seed } from '../seed/index.js';
+import type { RedisClient } from '../../queue/index.js';
 
 /** The send gate of robots.txt's hop `hop` (0: the request itself; more: its redirects), resolved when that hop may go. */
 export type HopGates = (hop: number, signal: AbortSignal) => Promise<SendGate | undefined>;
@@ -28,7 +28,7 @@ export interface RobotsFetchResult {
 export class RobotsFetcher {
   constructor(
     private readonly deps: {
-      redis: Redis | Cluster;
+      redis: RedisClient;
       queue: FairQueue;
       cache: RobotsCache;
       fetcher: Fetcher;

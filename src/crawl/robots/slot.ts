@@ -1,4 +1,5 @@
-import { sleepUntil, type FairQueue, type Lease } from '../../queue/index.js';
+import { type FairQueue, type Lease } from '../../queue/index.js';
+import { sleepUntil } from '../../sleep.js';
 import { isWeirError } from '../../errors.js';
 import type { Fetcher, SendGate } from '../fetch/index.js';
 import type { LinkFollower } from '../links/index.js';

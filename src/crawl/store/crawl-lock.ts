@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
-import type { Cluster, Redis } from 'ioredis';
 import { WeirError } from '../../errors.js';
 import type { ArenaKeyMaker } from './keys.js';
 import { ownedLock } from './owned-lock.js';
+import type { RedisClient } from '../../queue/index.js';
 
 /** Renewed every third of this while the crawl runs; a crawl that died frees its arena within it. */
 const LOCK_TTL_MS = 30_000;
@@ -23,7 +23,7 @@ export class CrawlLock {
   private readonly timer: NodeJS.Timeout;
 
   private constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: RedisClient,
     private readonly key: string,
     private readonly token: string,
   ) {
@@ -32,7 +32,7 @@ export class CrawlLock {
   }
 
   /** Takes the arena's crawl lock, or throws WEIR_ARENA_BUSY naming the crawl that holds it. */
-  static async acquire(redis: Redis | Cluster, queue: ArenaKeyMaker, arena: string): Promise<CrawlLock> {
+  static async acquire(redis: RedisClient, queue: ArenaKeyMaker, arena: string): Promise<CrawlLock> {
     const key = queue.key(arena, 'crawllock');
     const owner: Owner = { host: hostname(), pid: process.pid, startedAt: new Date().toISOString() };
     const token = JSON.stringify(owner);

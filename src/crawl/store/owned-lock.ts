@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/index.js';
 
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
@@ -11,15 +11,15 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call
  * crawl lock (crawl-lock.ts) and the robots.txt fetch lock (robots/cache.ts).
  */
 export const ownedLock = {
-  async take(redis: Redis | Cluster, key: string, token: string, ttlMs: number): Promise<boolean> {
+  async take(redis: RedisClient, key: string, token: string, ttlMs: number): Promise<boolean> {
     return (await redis.set(key, token, 'PX', ttlMs, 'NX')) === 'OK';
   },
   /** True while `token` still holds it (its expiry moved to ttlMs from now). */
-  async renew(redis: Redis | Cluster, key: string, token: string, ttlMs: number): Promise<boolean> {
+  async renew(redis: RedisClient, key: string, token: string, ttlMs: number): Promise<boolean> {
     return Number(await redis.eval(RENEW, 1, key, token, ttlMs)) === 1;
   },
   /** True when `token` held it (now freed). */
-  async release(redis: Redis | Cluster, key: string, token: string): Promise<boolean> {
+  async release(redis: RedisClient, key: string, token: string): Promise<boolean> {
     return Number(await redis.eval(RELEASE, 1, key, token)) === 1;
   },
 };

@@ -1,5 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
 import type { CrawlKeys } from './keys.js';
+import type { RedisClient } from '../../queue/index.js';
 
 /** Why the crawler paused a domain (a pause the queue alone can't explain). */
 export type PauseReason = 'retry-after' | 'robots';
@@ -18,7 +18,7 @@ export interface PauseNote {
  */
 export class PauseNotes {
   constructor(
-    private readonly redis: Redis | Cluster,
+    private readonly redis: RedisClient,
     private readonly keys: Pick<CrawlKeys, 'pauses'>,
   ) {}
 
@@ -27,7 +27,7 @@ export class PauseNotes {
   }
 }
 
-export async function readPauseNotes(redis: Redis | Cluster, keys: Pick<CrawlKeys, 'pauses'>): Promise<Map<string, PauseNote>> {
+export async function readPauseNotes(redis: RedisClient, keys: Pick<CrawlKeys, 'pauses'>): Promise<Map<string, PauseNote>> {
   const all = await redis.hgetall(keys.pauses);
   const notes = new Map<string, PauseNote>();
   for (const [domain, text] of Object.entries(all)) {
