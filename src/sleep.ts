@@ -1,7 +1,7 @@
 /**
  * Sleeps until `deadline` (performance.now() ms) has really passed. Node's
  * timers are millisecond-grained and measured from a cached loop time, so
- * they often fire early (by up to ~1 ms, seen in most short sleeps here): a
+ * they often fire early (by up to about a millisecond): a
  * worker that wakes before its slot spends an empty dequeue, and a request
  * sent before its time breaks politeness. This re-arms until it is time.
  */

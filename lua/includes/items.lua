@@ -29,9 +29,8 @@ do
   -- jemalloc's 1 KiB size class) or hold this many items. A call reads its
   -- queue's open and head chunks whole, and Redis's Lua hashes every byte of
   -- every string a script gets (its defence against hash flooding), so
-  -- smaller chunks cost each call less (callgrind, 2,000 commit-and-takes:
-  -- 966 M instructions at 2,040 bytes, 920 M at 1,020); larger ones cost a
-  -- command less per so many items and save a little memory.
+  -- smaller chunks cost each call less (the callgrind counts: docs/benchmarks.md);
+  -- larger ones cost a command less per so many items and save a little memory.
   local CHUNK_BYTES = 1020
   local CHUNK_ITEMS = 128
 

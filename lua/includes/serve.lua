@@ -35,7 +35,7 @@ do
   -- A lease's eight fields go at the end of the reply itself, one flat list
   -- (dequeue.lua): Redis turns every table of a reply into its own array,
   -- asking each whether it is an error, a status, a double, a map, ..., so
-  -- a table per lease cost a commit-and-take 2 % of its instructions.
+  -- a table per lease costs every commit-and-take instructions for nothing.
   function lease_reply(out, slot, id, qid, st, item, attempt, expires_ms, served_s)
     local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
     -- (An interval is mostly whole µs, and most often 0: fmt prints those

@@ -20,8 +20,8 @@ export const WORKER_DEFAULTS = {
    * Most ms a lane's queue call waits for other lanes' to share its script
    * call, when the worker's calls have lately come closer together than
    * that (FairQueueOptions.lingerMs): a busy worker's pages then cost Redis
-   * fewer calls (the 100-domain crawl of bench:crawl: 1.0 → 0.65 a page),
-   * at a few ms a page where pages take tens or hundreds.
+   * fewer calls, at a few ms a page where pages take tens or hundreds
+   * (docs/benchmarks.md).
    */
   lingerMs: 5,
   /**

@@ -109,8 +109,8 @@ let library: ScriptLibrary | undefined;
 /**
  * Every script as one Redis function library (Redis ≥ 7.0): the includes
  * once, at the library's top, so their functions and tables are made once
- * when the library loads rather than on every call (as EVAL must: about
- * 10 µs a call), and each script's text as the body of its function. A
+ * when the library loads rather than on every call (as EVAL must), and
+ * each script's text as the body of its function. A
  * call binds its KEYS and ARGV to the library's own locals, which the
  * includes read, and begins afresh (begin_call).
  */

@@ -4,12 +4,11 @@
  * repeats reach Redis once per worker). An item whose bits are all set
  * already would be dropped by the enqueue script too, since bits are only
  * ever set, so it is dropped here without being sent: the script still
- * decides, atomically, for every item that goes. The script pays about
- * 125,000 instructions for a link it drops (its 14 bit positions, each an
- * argument, four more made into Redis objects for BITFIELD SET, its reply
- * parsed back into Lua); the read, one GETRANGE an item for the bytes that
- * hold its bits (a blocked filter puts them in 64), all in one pipeline,
- * about 4,800. It is made only when a batch is expected to hold enough seen
+ * decides, atomically, for every item that goes. A link the script drops
+ * still costs it its bit positions as arguments, as Redis objects for
+ * BITFIELD SET and a reply parsed back into Lua; the read is one GETRANGE
+ * an item for the bytes that hold its bits (a blocked filter puts them in
+ * 64), all in one pipeline, a small fraction of that (the counts: docs/benchmarks.md, "Figures behind choices in the code"). It is made only when a batch is expected to hold enough seen
  * items (below), by the recent share measured from the batches' own
  * results, so all-new items (a kickoff's seeds) do not pay for it.
  *
@@ -23,11 +22,10 @@ import type { QueueClientCounters } from './types.js';
 /**
  * The read goes first when a batch is expected to hold at least this many
  * seen items (its size times the recent share seen). In instructions a read
- * pays for itself at a 4 % share (4,800 against 125,000 a link), but it is
- * a round trip of its own, and a round trip costs Redis's kernel side
- * (sockets, a wake-up) about what one or two dropped links cost its
- * scripts: in the crawl bench, batches of ~12 links half seen (one origin)
- * gained from the read, batches of ~3.5 a quarter seen (100 domains) did not.
+ * pays for itself at a small share seen, but it is a round trip of its own,
+ * and a round trip costs Redis's kernel side (sockets, a wake-up) about
+ * what one or two dropped links cost its scripts: so two (the crawl bench's
+ * batches on either side of it: docs/benchmarks.md, "Figures behind choices in the code").
  */
 const MIN_SEEN_PER_READ = 2;
 /** Weight of one call's share in the running share. */

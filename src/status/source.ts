@@ -88,7 +88,7 @@ export class StatusSource {
   /**
    * The latest snapshot. Past maxAgeMs a new read starts and, while the old
    * one is younger than STALE_FACTOR × maxAgeMs, requests don't wait for it
-   * (10,000 domains take ~250 ms to read); older, they do (and see its error).
+   * (a big arena takes a while to read); older, they do (and see its error).
    */
   private async snapshot(): Promise<{ stats: CrawlStats; dead: DeadRow[] }> {
     const last = this.last;

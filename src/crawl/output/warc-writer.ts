@@ -25,10 +25,9 @@ export const WARC_DEFAULTS = {
    */
   maxMemBytes: 256 * 1024,
   /**
-   * Each record is compressed by Node's zlib at this level (warcio's own
-   * gzip goes through web CompressionStream: 2.5 ms a 90 KB record here,
-   * where zlib takes 1.8 ms at level 6 and 1.2 ms at level 1, for files 22 %
-   * larger than level 6's).
+   * Each record is compressed by Node's zlib at this level: warcio's own
+   * gzip goes through web streams and costs more CPU, and level 1 costs
+   * less than level 6 for somewhat larger files (the timings: docs/benchmarks.md, "Figures behind choices in the code").
    */
   gzipLevel: 1,
 } as const;
