@@ -14,9 +14,10 @@
  */
 import type { Redis } from 'ioredis';
 import { type FairQueue, type Lease } from '../src/queue/index.js';
-import { ScriptRunner, arenaKeys } from '../src/queue/internal.js';
+import { arenaKeys } from '../src/queue/internal.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { SeedDesignQueue } from './seed-design.js';
+import { noopRunner } from '../test/helpers/noop.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -61,7 +62,7 @@ const row = (c: Cost): string => `${Math.round(c.perSecond).toLocaleString('en-U
  */
 async function wakeCost(redis: Redis, out: Out): Promise<void> {
   const keys = arenaKeys('weir', 'wake-cost');
-  const runner = new ScriptRunner(redis);
+  const runner = noopRunner(redis);
   for (const gapMs of [0, 2]) {
     const calls = gapMs === 0 ? 3000 : 1000;
     const before = await redisUsage(redis);

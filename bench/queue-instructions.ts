@@ -24,10 +24,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
-import { ScriptRunner, arenaKeys } from '../src/queue/internal.js';
+import { arenaKeys } from '../src/queue/internal.js';
 import { freePort } from '../test/helpers/redis.js';
 import { item } from './queue-cost.js';
 import { SeedDesignQueue } from './seed-design.js';
+import { noopRunner } from '../test/helpers/noop.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -94,7 +95,7 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
   const per = (total: number): string => `${Math.round(total / n).toLocaleString('en-US')}`;
   try {
     const noopKeys = arenaKeys('weir', 'noop');
-    const runner = new ScriptRunner(redis);
+    const runner = noopRunner(redis);
     await runner.run('noop', noopKeys, ['x']);
     const noop = await server.count(async () => {
       for (let i = 0; i < n; i++) await runner.run('noop', noopKeys, ['x']);

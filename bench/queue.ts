@@ -22,13 +22,14 @@ import { setMaxListeners } from 'node:events';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
-import { ScriptRunner, arenaKeys } from '../src/queue/internal.js';
+import { arenaKeys } from '../src/queue/internal.js';
 import { sleepUntil } from '../src/sleep.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { clusterQueueBenchmarks } from './cluster-cost.js';
 import { queueCostBenchmarks } from './queue-cost.js';
 import { queueInstructionBenchmarks } from './queue-instructions.js';
 import { startRedis } from '../test/helpers/redis.js';
+import { noopRunner } from '../test/helpers/noop.js';
 
 const N = Number(process.env.BENCH_N ?? 50_000);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
@@ -79,7 +80,7 @@ const PART = process.env.BENCH_PART ?? 'all';
 if (PART !== 'rate' && PART !== 'cost' && PART !== 'cluster' && PART !== 'instructions') {
 // 1. Raw ceiling.
 const ceilArena = 'ceiling';
-const noop = new ScriptRunner(redis);
+const noop = noopRunner(redis);
 const ceilKeys = arenaKeys('weir', ceilArena);
 let s = await timed(() => inFlight(N, CONCURRENCY, () => noop.run('noop', ceilKeys, ['token-token-token', 60000, '0'])));
 const ceiling = N / s;

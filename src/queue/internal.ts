@@ -6,5 +6,5 @@
 export { ARENA_KEY_NAMES, arenaKeys } from './keys.js';
 export { shardOf } from './shards.js';
 export { SHARDS_PER_MASTER } from './layouts.js';
-export { SCRIPT_NAMES, ScriptRunner, loadScripts } from './scripts.js';
+export { SCRIPT_NAMES, ScriptRunner, loadScripts, type ExtraScript } from './scripts.js';
 export { RedisClock } from './clock.js';

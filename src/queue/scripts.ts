@@ -21,13 +21,22 @@ export const SCRIPT_NAMES = [
   'dead',
   'requeueDead',
   'stats',
-  'noop',
 ] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
+/**
+ * A script that is not one of the queue's (the benchmarks' no-op, which
+ * weir does not ship): its name and its text, which includes "arena" as
+ * theirs do, so it is called exactly as they are.
+ */
+export interface ExtraScript {
+  readonly name: string;
+  readonly text: string;
+}
+
 export interface LoadedScript {
-  readonly name: ScriptName;
+  readonly name: string;
   readonly source: string;
   readonly sha: string;
 }
@@ -61,7 +70,7 @@ export function resolveIncludes(source: string, read: (name: string) => string =
   return expand(source, 0, []);
 }
 
-let cache: Map<ScriptName, LoadedScript> | undefined;
+let cache: Map<string, LoadedScript> | undefined;
 
 /** A script's own text follows this line; the includes come first (arena.lua takes in the rest). */
 const ARENA_INCLUDE = '--@include "arena"';
@@ -69,11 +78,13 @@ const ARENA_INCLUDE = '--@include "arena"';
 const BEGIN_CALL = 'begin_call()';
 
 /** A script's own text, its includes left to the shared part (arena.lua takes them all in). */
-function scriptBody(name: ScriptName): string {
-  const text = readLua(`${name}.lua`);
-  if (!text.includes(ARENA_INCLUDE)) throw new Error(`lua/${name}.lua does not include "arena"`);
+function bodyOf(name: string, text: string): string {
+  if (!text.includes(ARENA_INCLUDE)) throw new Error(`script ${name} does not include "arena"`);
   return resolveIncludes(text.replace(ARENA_INCLUDE, ''), () => '');
 }
+
+/** The queue's scripts' texts (lua/), then any extra ones. */
+const textsOf = (extra: readonly ExtraScript[]): ExtraScript[] => [...SCRIPT_NAMES.map((name) => ({ name, text: readLua(`${name}.lua`) })), ...extra];
 
 /**
  * Reads and resolves every script once per process, as EVAL runs them: the
@@ -82,16 +93,16 @@ function scriptBody(name: ScriptName): string {
  * own, as in the library: Lua caps a function's locals at 200, and the
  * includes' locals alone come near it.)
  */
-export function loadScripts(): Map<ScriptName, LoadedScript> {
-  if (cache) return cache;
-  const scripts = new Map<ScriptName, LoadedScript>();
+export function loadScripts(extra: readonly ExtraScript[] = []): Map<string, LoadedScript> {
+  if (cache && extra.length === 0) return cache;
+  const scripts = new Map<string, LoadedScript>();
   const shared = resolveIncludes(ARENA_INCLUDE);
-  for (const name of SCRIPT_NAMES) {
-    const source = `${shared}\nlocal function main()\n${scriptBody(name)}\nend\n${BEGIN_CALL}\nreturn main()\n`;
+  for (const { name, text } of textsOf(extra)) {
+    const source = `${shared}\nlocal function main()\n${bodyOf(name, text)}\nend\n${BEGIN_CALL}\nreturn main()\n`;
     const sha = createHash('sha1').update(source).digest('hex');
     scripts.set(name, { name, source, sha });
   }
-  cache = scripts;
+  if (extra.length === 0) cache = scripts;
   return scripts;
 }
 
@@ -101,7 +112,7 @@ export interface ScriptLibrary {
   /** FUNCTION LOAD's text. */
   readonly code: string;
   /** The function that runs script `name`. */
-  functionOf(name: ScriptName): string;
+  functionOf(name: string): string;
 }
 
 let library: ScriptLibrary | undefined;
@@ -114,20 +125,21 @@ let library: ScriptLibrary | undefined;
  * call binds its KEYS and ARGV to the library's own locals, which the
  * includes read, and begins afresh (begin_call).
  */
-export function loadLibrary(): ScriptLibrary {
-  if (library) return library;
-  const bodies = SCRIPT_NAMES.map((name) => ({ name, text: scriptBody(name) }));
+export function loadLibrary(extra: readonly ExtraScript[] = []): ScriptLibrary {
+  if (library && extra.length === 0) return library;
+  const bodies = textsOf(extra).map(({ name, text }) => ({ name, text: bodyOf(name, text) }));
   const shared = resolveIncludes(ARENA_INCLUDE);
   const mains = bodies.map((b) => `local function main_${b.name}()\n${b.text}\nend`).join('\n');
   const hash = createHash('sha1').update(shared).update(mains).digest('hex').slice(0, 16);
   const name = `weir_${hash}`;
-  const functionOf = (script: ScriptName): string => `${name}_${script}`;
+  const functionOf = (script: string): string => `${name}_${script}`;
   const registrations = bodies
     .map((b) => `redis.register_function('${functionOf(b.name)}', function(keys, args)\n  KEYS, ARGV = keys, args\n  ${BEGIN_CALL}\n  return main_${b.name}()\nend)`)
     .join('\n');
   const code = [`#!lua name=${name}`, 'local KEYS, ARGV = {}, {}', shared, mains, registrations, ''].join('\n');
-  library = { name, code, functionOf };
-  return library;
+  const made = { name, code, functionOf };
+  if (extra.length === 0) library = made;
+  return made;
 }
 
 const isFunctionMissing = (err: unknown): boolean => err instanceof Error && err.message.startsWith('ERR Function not found');
@@ -147,16 +159,23 @@ const isFunctionUnavailable = (err: unknown): boolean =>
  * the call goes again. On an older Redis by SHA, each script sent once with
  * EVAL on NOSCRIPT, which also caches it server-side.
  */
-export class ScriptRunner {
-  private readonly scripts = loadScripts();
-  private readonly library = loadLibrary();
+export class ScriptRunner<Extra extends string = never> {
+  private readonly scripts: Map<string, LoadedScript>;
+  private readonly library: ScriptLibrary;
   /** Unknown until the first call tells; 'eval' on a Redis without functions. */
   private mode: 'function' | 'eval' | null = null;
   private loading: Promise<void> | null = null;
 
-  constructor(private readonly client: RedisClient) {}
+  /** `extra`: scripts beside the queue's own (a benchmark's), in their own library. */
+  constructor(
+    private readonly client: RedisClient,
+    extra: readonly (ExtraScript & { name: Extra })[] = [],
+  ) {
+    this.scripts = loadScripts(extra);
+    this.library = loadLibrary(extra);
+  }
 
-  async run(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async run(name: ScriptName | Extra, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.mode !== 'eval') {
       try {
         const out = await this.fcall(name, keys, args);
@@ -179,7 +198,7 @@ export class ScriptRunner {
     return this.evalsha(name, keys, args);
   }
 
-  private fcall(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private fcall(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     return this.client.call('FCALL', this.library.functionOf(name), keys.length, ...keys, ...args);
   }
 
@@ -194,7 +213,7 @@ export class ScriptRunner {
     await this.loading;
   }
 
-  private async evalsha(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async evalsha(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`unknown script ${name}`);
     try {
