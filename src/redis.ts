@@ -8,11 +8,16 @@ export class RedisUnreachableError extends WeirError {
   }
 }
 
-/** The URL with any password replaced, for logs and messages. */
+/** Query parameters of a Redis URL that may carry a credential. */
+const SECRET_PARAM = /pass|secret|token|auth|key|cred/i;
+
+/** The URL with any password replaced (in its user part or its query), for logs and messages. */
 export function redactRedisUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    // ioredis also takes credentials as query parameters (?password=...).
+    for (const key of [...u.searchParams.keys()]) if (SECRET_PARAM.test(key)) u.searchParams.set(key, '***');
     return u.toString();
   } catch {
     return '(unparseable Redis URL)';

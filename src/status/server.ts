@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { WeirError } from '../errors.js';
 import type { StatusSource } from './source.js';
@@ -55,7 +55,11 @@ export interface StatusServer {
 export async function serveStatus(source: StatusSource, opts: { host: string; port: number; log?: Logger }): Promise<StatusServer> {
   const assets = loadAssets();
   source.warm();
+  let hosts: HostCheck = () => false;
   const server = createServer((req, res) => {
+    // A page at another name (DNS rebinding: a site the operator visits, its
+    // name pointed at 127.0.0.1) must not read the arena through the browser.
+    if (!hosts(req.headers.host)) return send(res, 421, { error: `misdirected: this page answers to ${opts.host}, localhost or an IP address, on its own port` });
     void answer(req, res, source, assets).catch((err: unknown) => {
       opts.log?.warn({ err }, 'status page: request failed');
       send(res, 503, { error: `could not read the arena from Redis: ${err instanceof Error ? err.message : String(err)}` });
@@ -69,6 +73,7 @@ export async function serveStatus(source: StatusSource, opts: { host: string; po
     server.listen(opts.port, opts.host, resolve);
   });
   const { address, port } = server.address() as AddressInfo;
+  hosts = hostCheck(opts.host, port);
   const host = address.includes(':') ? `[${address}]` : address;
   return {
     url: `http://${host}:${port}/`,
@@ -77,6 +82,31 @@ export async function serveStatus(source: StatusSource, opts: { host: string; po
         server.close(() => resolve());
         server.closeAllConnections();
       }),
+  };
+}
+
+/** Whether a request's Host header names this server. */
+type HostCheck = (header: string | undefined) => boolean;
+
+/**
+ * The Host headers the page answers: an IP address (no name to rebind),
+ * `localhost`, or the name it was told to bind (`--host`), each with the
+ * port it listens on.
+ */
+export function hostCheck(bound: string, port: number): HostCheck {
+  const own = bound.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return (header) => {
+    if (!header) return false;
+    let u: URL;
+    try {
+      u = new URL(`http://${header}`);
+    } catch {
+      return false;
+    }
+    // (No port in the header is port 80, as a browser writes it.)
+    if ((u.port || '80') !== String(port) || u.username || u.password || u.pathname !== '/') return false;
+    const name = u.hostname.replace(/^\[(.*)\]$/, '$1');
+    return name === 'localhost' || name === own || isIP(name) !== 0;
   };
 }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -216,8 +217,21 @@ describe('the live status page, in Chromium', () => {
     res = await fetch(url('/api/view'), { headers: { 'x-huge': 'h'.repeat(20_000) } });
     assert.equal(res.status, 431);
 
-    // 400 idle sockets and 50 that send half a request: others are still served.
     const { port } = new URL(server.url);
+    // Another name for this address (DNS rebinding): misdirected, nothing read.
+    const withHost = (host: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const r = request({ host: '127.0.0.1', port: Number(port), path: '/api/view', headers: { host } }, (answer) => {
+          answer.resume();
+          resolve(answer.statusCode ?? 0);
+        });
+        r.on('error', reject);
+        r.end();
+      });
+    assert.equal(await withHost(`attacker.example:${port}`), 421);
+    assert.equal(await withHost(`localhost:${port}`), 200);
+
+    // 400 idle sockets and 50 that send half a request: others are still served.
     const sockets: Socket[] = [];
     for (let i = 0; i < 450; i++) {
       const s = connect(Number(port), '127.0.0.1');
