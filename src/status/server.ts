@@ -59,7 +59,7 @@ export async function serveStatus(source: StatusSource, opts: { host: string; po
   const server = createServer((req, res) => {
     // A page at another name (DNS rebinding: a site the operator visits, its
     // name pointed at 127.0.0.1) must not read the arena through the browser.
-    if (!hosts(req.headers.host)) return send(res, 421, { error: `misdirected: this page answers to ${opts.host}, localhost or an IP address, on its own port` });
+    if (!hosts(req.headers.host)) return send(res, 421, { error: `misdirected: this page answers to ${opts.host}, localhost or an IP address` });
     void answer(req, res, source, assets).catch((err: unknown) => {
       opts.log?.warn({ err }, 'status page: request failed');
       send(res, 503, { error: `could not read the arena from Redis: ${err instanceof Error ? err.message : String(err)}` });
@@ -73,7 +73,7 @@ export async function serveStatus(source: StatusSource, opts: { host: string; po
     server.listen(opts.port, opts.host, resolve);
   });
   const { address, port } = server.address() as AddressInfo;
-  hosts = hostCheck(opts.host, port);
+  hosts = hostCheck(opts.host);
   const host = address.includes(':') ? `[${address}]` : address;
   return {
     url: `http://${host}:${port}/`,
@@ -90,10 +90,11 @@ type HostCheck = (header: string | undefined) => boolean;
 
 /**
  * The Host headers the page answers: an IP address (no name to rebind),
- * `localhost`, or the name it was told to bind (`--host`), each with the
- * port it listens on.
+ * `localhost`, or the name it was told to bind (`--host`). Any port: the
+ * name alone decides against rebinding, and a tunnel or a container may
+ * map the page to another port (ssh -L 9000:127.0.0.1:8090).
  */
-export function hostCheck(bound: string, port: number): HostCheck {
+export function hostCheck(bound: string): HostCheck {
   const own = bound.toLowerCase().replace(/^\[(.*)\]$/, '$1');
   return (header) => {
     if (!header) return false;
@@ -103,8 +104,7 @@ export function hostCheck(bound: string, port: number): HostCheck {
     } catch {
       return false;
     }
-    // (No port in the header is port 80, as a browser writes it.)
-    if ((u.port || '80') !== String(port) || u.username || u.password || u.pathname !== '/') return false;
+    if (u.username || u.password || u.pathname !== '/') return false;
     const name = u.hostname.replace(/^\[(.*)\]$/, '$1');
     return name === 'localhost' || name === own || isIP(name) !== 0;
   };
