@@ -78,7 +78,8 @@ if k > 0 then
   local several = n * k > BITS_PER_BITFIELD
   -- (Below the span, told without tonumber: a position in plain decimal is
   -- below it when it has fewer digits, or as many and sorts before it.
-  -- tonumber is glibc's exact strtod, costly for fourteen positions a link. A position not in plain decimal may pass
+  -- tonumber is glibc's exact strtod, costly for fourteen positions a
+  -- link. A position not in plain decimal may pass
   -- this test, and is then refused whole by BITFIELD or the check below.)
   local span_s = fmt(span)
   local span_len = #span_s

@@ -6,6 +6,11 @@
   promises (promises.lua) and serving (serve.lua); each included once. (A
   function library compiles them once for all scripts; a script sent by
   EVAL, on Redis 6, carries them all.)
+
+  All of them share one chunk, and Lua 5.1 compiles at most 200 locals in
+  scope at once: each include declares at its top only the names other
+  files use, and keeps its own helpers in a `do ... end` block, where the
+  names above are set (test/queue/scripts.test.ts keeps room for 30 more).
 ]]
 --@include "commits"
 --@include "promote"

@@ -8,8 +8,7 @@
 ]]
 --@include "leases"
 local commits_reset, prefetch_leases, take_slot, release_slots, commit_leases
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Slots freed by this call's commits, in order, and how many of them its
   -- new leases have taken.

@@ -22,8 +22,7 @@
 ]]
 --@include "record"
 local HEADC, TAILC, qfetch, flush_items, push_tail, push_front, take_head
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- A chunk is sealed before it would pass this many bytes (so it stays within
   -- jemalloc's 1 KiB size class) or hold this many items. A call reads its

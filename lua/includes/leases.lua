@@ -20,9 +20,8 @@
 ]]
 --@include "items"
 --@include "schedule"
-local lease_get, lease_put, free_slots, free_slot, lease_expiry, lease_record, lease_parts, holds, parse_lease, lease_token, token_of, to_dead, requeue, REAP_BATCH, reap_expired, current_lease, end_lease
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+local lease_get, lease_put, free_slots, free_slot, lease_expiry, lease_record, lease_parts, holds, parse_lease, lease_token, token_of, to_dead, requeue, reap_expired, current_lease, end_lease
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Whether key-schema 2's leases hash may still hold leases; when a look
   -- there finds the hash gone, the flag goes.
@@ -185,7 +184,7 @@ do
   end
 
   -- Expired leases one call takes back at most (bounding its work).
-  REAP_BATCH = 100
+  local REAP_BATCH = 100
 
   function reap_expired(now)
     if not bound_passed('reapat', now) then return false end

@@ -15,9 +15,8 @@
   means "look".
 ]]
 --@include "args"
-local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset, adopt_older_meta, mget, mincr, mdel, defer_hset, flush_meta, lower_bound, bound_passed, earliest, reset_bound, ensure_schema, check_shards, max_attempts
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset, mget, mincr, mdel, defer_hset, flush_meta, lower_bound, bound_passed, earliest, reset_bound, ensure_schema, check_shards, max_attempts
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Later than any Redis TIME in µs this side of the year 2255: "none".
   NEVER = 9007199254740991
@@ -95,7 +94,7 @@ do
   -- meta hash has a couple of dozen fields); the leases stay where they are
   -- until each ends (leases.lua, 'oldleases'). The first write then leaves
   -- the old meta hash holding only v = 3, so older scripts refuse the arena.
-  function adopt_older_meta()
+  local function adopt_older_meta()
     UNMARKED = true
     local old = rcall('HGETALL', K_OLD_META)
     local fields = {}

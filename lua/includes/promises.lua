@@ -13,8 +13,7 @@
 ]]
 --@include "leases"
 local slot_moved_earlier, wait_reply, next_queue
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- How many upcoming slots an empty caller may look through for an unclaimed one,
   -- and how long after its slot a claim lapses (a claimant that died).

@@ -15,8 +15,7 @@
 ]]
 --@include "leases"
 local promote_due_retries, promote_due_queues
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Bounds on the upkeep one call does, so no call can block Redis for long
   -- (and leases.lua's REAP_BATCH).

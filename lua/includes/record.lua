@@ -24,8 +24,7 @@
 ]]
 --@include "meta"
 local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
   -- (Built without string.rep: a function library's top level, where this

@@ -5,8 +5,7 @@
 ]]
 --@include "record"
 local signal, sched_add, schedulable, due_at, servable, activate_parked, activate
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- One wake token at most: an idle worker blocked on `wake` learns there may
   -- be work; a stale token costs one empty dequeue, never a lost item.

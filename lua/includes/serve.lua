@@ -20,9 +20,8 @@
   after the window, and the caller sends nothing past the window's end.
 ]]
 --@include "promises"
-local lease_reply, replay, serve
--- Its private helpers live in the block below, so they take no place
--- among the chunk's 200 locals (Lua 5.1); the names above are set in it.
+local replay, serve
+-- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Turns a call may spend on queues that turn out not to be servable.
   local POP_TRIES = 16
@@ -36,7 +35,7 @@ do
   -- (dequeue.lua): Redis turns every table of a reply into its own array,
   -- asking each whether it is an error, a status, a double, a map, ..., so
   -- a table per lease costs every commit-and-take instructions for nothing.
-  function lease_reply(out, slot, id, qid, st, item, attempt, expires_ms, served_s)
+  local function lease_reply(out, slot, id, qid, st, item, attempt, expires_ms, served_s)
     local capped = (st.cap > 0 and st.l >= st.cap and st.q > 0) and 1 or 0
     -- (An interval is mostly whole µs, and most often 0: fmt prints those
     -- for a tenth of '%.3f', and 0 needs no printing.)

@@ -10,36 +10,35 @@ export interface Signals {
   release: () => void;
 }
 
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 const EXIT_OF = { SIGINT: EXIT.sigint, SIGTERM: EXIT.sigterm } as const;
+type Sig = keyof typeof EXIT_OF;
+
+/** `handler` on SIGINT and SIGTERM; returns what removes it. */
+function onSignals(handler: (sig: Sig) => void): () => void {
+  const handlers = (Object.keys(EXIT_OF) as Sig[]).map((sig) => [sig, () => handler(sig)] as const);
+  for (const [sig, h] of handlers) process.on(sig, h);
+  return () => handlers.forEach(([sig, h]) => process.off(sig, h));
+}
 
 /** First SIGINT/SIGTERM: stop and hand leases back. Second: exit at once (leases expire and come back). */
 export function trapSignals(log: Logger): Signals {
   const ac = new AbortController();
   let code: number | null = null;
-  const handlers = SIGNALS.map((sig) => {
-    const handler = (): void => {
-      if (code !== null) process.exit(EXIT_OF[sig]);
-      code = EXIT_OF[sig];
-      log.info({ signal: sig }, 'stopping: handing leases back (signal again to exit at once)');
-      ac.abort();
-    };
-    process.on(sig, handler);
-    return [sig, handler] as const;
+  const release = onSignals((sig) => {
+    if (code !== null) process.exit(EXIT_OF[sig]);
+    code = EXIT_OF[sig];
+    log.info({ signal: sig }, 'stopping: handing leases back (signal again to exit at once)');
+    ac.abort();
   });
-  return { signal: ac.signal, exitCode: () => code, release: () => handlers.forEach(([sig, h]) => process.off(sig, h)) };
+  return { signal: ac.signal, exitCode: () => code, release };
 }
 
 /** Passes SIGINT/SIGTERM on to `children`; `stopping()` says whether one came. release() removes the handlers. */
 export function forwardSignals(children: readonly ChildProcess[]): { stopping: () => boolean; release: () => void } {
   let stopping = false;
-  const handlers = SIGNALS.map((sig) => {
-    const handler = (): void => {
-      stopping = true;
-      for (const c of children) c.kill(sig);
-    };
-    process.on(sig, handler);
-    return [sig, handler] as const;
+  const release = onSignals((sig) => {
+    stopping = true;
+    for (const c of children) c.kill(sig);
   });
-  return { stopping: () => stopping, release: () => handlers.forEach(([sig, h]) => process.off(sig, h)) };
+  return { stopping: () => stopping, release };
 }

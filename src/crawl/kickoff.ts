@@ -1,10 +1,9 @@
-import { FairQueue } from '../queue/index.js';
+import { FairQueue, type RedisClient } from '../queue/index.js';
 import { bloomParams, legacyBloomParams, type BloomParams } from './dedupe/index.js';
 import { crawlKeys, queuedUrl, type ArenaKeyMaker, type QueuedUrl } from './store/index.js';
 import { STARTED_AT_FIELD } from './counters/index.js';
 import { ByDomain, enqueueUrls, Scope } from './links/index.js';
 import { storableSeed, validateSeed, type Seed } from './seed/index.js';
-import type { RedisClient } from '../queue/index.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now. */
@@ -39,7 +38,7 @@ async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
 }
 
 /** URLs of the seed (each inside one of its domains), grouped by domain. */
-function byDomain(scope: Scope, urls: readonly string[], make: (u: string) => QueuedUrl): ByDomain {
+function seedUrlsByDomain(scope: Scope, urls: readonly string[], make: (u: string) => QueuedUrl): ByDomain {
   const batch = new ByDomain();
   for (const u of urls) {
     const domain = scope.domainOf(u);
@@ -66,9 +65,9 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   const domainsCreated = await queue.setLimits(seed.arena, limits);
   const scope = new Scope(seed);
   // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  const enqueued = await enqueueUrls(queue, seed.arena, bloom, byDomain(scope, seed.start, (u) => queuedUrl(u)));
+  const enqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, seed.start, (u) => queuedUrl(u)));
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
   const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];
-  const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, byDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })));
+  const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })));
   return { domainsCreated, enqueued, sitemapsEnqueued, bloom };
 }

@@ -5,7 +5,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import { FairQueue, QueueArgumentError } from '../queue/index.js';
+import { FairQueue, QueueArgumentError, type RedisClient } from '../queue/index.js';
 import { sleep } from '../sleep.js';
 import { CrawlLock } from './store/index.js';
 import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
@@ -14,7 +14,6 @@ import { storableSeed, type Seed } from './seed/index.js';
 import { crawlStats, type CrawlStats } from './counters/index.js';
 import { CrawlWorker } from './worker.js';
 import type { WorkerOptions, WorkerSummary } from './worker-options.js';
-import type { RedisClient } from '../queue/index.js';
 
 /** How often a worker started before kickoff looks for the stored seed. */
 const KICKOFF_POLL_MS = 500;

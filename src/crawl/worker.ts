@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import { FairQueue, type Lease, type LeaseOutcome } from '../queue/index.js';
+import { FairQueue, type Lease, type LeaseOutcome, type RedisClient } from '../queue/index.js';
 import { sleep } from '../sleep.js';
 import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
@@ -15,7 +15,6 @@ import type { Seed } from './seed/index.js';
 import { crawlKeys, decodeItem, PauseNotes, type CrawlKeys } from './store/index.js';
 import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
-import type { RedisClient } from '../queue/index.js';
 
 export { WORKER_DEFAULTS };
 export type { OnPage, PageContext, WorkerOptions, WorkerSummary } from './worker-options.js';

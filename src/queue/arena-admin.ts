@@ -10,12 +10,11 @@ import { unlinkNamespace } from './clear.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
 import { Layouts } from './layouts.js';
-import { LIMITS } from './limits.js';
+import { holdsForReport, LIMITS } from './limits.js';
 import { decodeDead, decodeOutcome, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
-import type { ArenaStats, DeadItem, Lease, LeaseOutcome, QueueLimit, QueuePage, QueueStats } from './types.js';
-import type { RedisClient } from './types.js';
+import type { ArenaStats, DeadItem, Lease, LeaseOutcome, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
 
 export class ArenaAdmin {
   protected readonly scripts: ScriptRunner;
@@ -202,13 +201,12 @@ export class ArenaAdmin {
    * sendWindowMs): `wasSent` when it has been written (call as soon after
    * the write as can be: the queue's next slot is counted from this call's
    * arrival, plus `marginMs`), false when it never will be. Leases of
-   * queues without a rate need no report. 'stale' when the queue was not
-   * waiting for it (reported already, or its window lapsed). Queues
-   * without a rate, or faster than LIMITS.minReportedIntervalMs, are not
-   * held and need no report.
+   * queues the send window does not hold (holdsForReport) need no
+   * report. 'stale' when the queue was not waiting for it (reported
+   * already, or its window lapsed).
    */
   async sent(lease: Lease, wasSent: boolean, marginMs = 0): Promise<LeaseOutcome> {
-    if (lease.intervalMs <= LIMITS.minReportedIntervalMs) return 'ok';
+    if (!holdsForReport(lease)) return 'ok';
     const margin = checkInt('marginUs', Math.round(marginMs * 1000), 0, LIMITS.maxAheadMs * 1000);
     return this.report(lease, wasSent ? '1' : '0', margin);
   }
@@ -219,7 +217,7 @@ export class ArenaAdmin {
    * request may still go within that. 'stale' as for sent().
    */
   async stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome> {
-    if (lease.intervalMs <= LIMITS.minReportedIntervalMs) return 'ok';
+    if (!holdsForReport(lease)) return 'ok';
     return this.report(lease, 'w', checkInt('windowMs', windowMs, 1, LIMITS.maxLeaseMs) * 1000);
   }
 

@@ -4,7 +4,7 @@
  * it). What only tests and benchmarks need is in internal.ts.
  */
 export { FairQueue } from './queue.js';
-export { DEFAULTS, LIMITS } from './limits.js';
+export { DEFAULTS, holdsForReport, LIMITS } from './limits.js';
 export type {
   ArenaStats,
   DeadItem,

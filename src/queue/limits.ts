@@ -45,6 +45,13 @@ export const LIMITS = {
   maxShards: 1024,
 } as const;
 
+/**
+ * Whether a dequeue with a send window holds this lease's queue for its
+ * report (lua/serve.lua, sent.lua): a rate, and an interval over
+ * minReportedIntervalMs. Leases of other queues need no report.
+ */
+export const holdsForReport = (lease: { intervalMs: number }): boolean => lease.intervalMs > LIMITS.minReportedIntervalMs;
+
 export const DEFAULTS = {
   /** Key prefix; every key is `<prefix>:{<arena>}:<name>`. */
   prefix: 'weir',

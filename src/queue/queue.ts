@@ -7,12 +7,11 @@ import { enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
 import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
-import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions } from './types.js';
+import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, RetryOptions, TakeOptions, RedisClient } from './types.js';
 import { ReplicaWait } from './replicas.js';
 import { SeenCheck } from './seen-check.js';
 import { RidingCommits, SpareLeases } from './spares.js';
 import { Waiting } from './waiting.js';
-import type { RedisClient } from './types.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
 type TakeStep = DequeueResult & { committed?: LeaseOutcome };

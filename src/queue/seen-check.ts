@@ -8,9 +8,11 @@
  * still costs it its bit positions as arguments, as Redis objects for
  * BITFIELD SET and a reply parsed back into Lua; the read is one GETRANGE
  * an item for the bytes that hold its bits (a blocked filter puts them in
- * 64), all in one pipeline, a small fraction of that (the counts: docs/benchmarks.md, "Figures behind choices in the code"). It is made only when a batch is expected to hold enough seen
- * items (below), by the recent share measured from the batches' own
- * results, so all-new items (a kickoff's seeds) do not pay for it.
+ * 64), all in one pipeline, a small fraction of that (the counts:
+ * docs/benchmarks.md, "Figures behind choices in the code"). It is made
+ * only when a batch is expected to hold enough seen items (below), by the
+ * recent share measured from the batches' own results, so all-new items
+ * (a kickoff's seeds) do not pay for it.
  *
  * Only for an arena of one shard, whose bit positions are the bitmap's own
  * (a shard holding a part of a bitmap maps them by its size, which this
@@ -24,8 +26,8 @@ import type { QueueClientCounters } from './types.js';
  * seen items (its size times the recent share seen). In instructions a read
  * pays for itself at a small share seen, but it is a round trip of its own,
  * and a round trip costs Redis's kernel side (sockets, a wake-up) about
- * what one or two dropped links cost its scripts: so two (the crawl bench's
- * batches on either side of it: docs/benchmarks.md, "Figures behind choices in the code").
+ * what one or two dropped links cost its scripts: so two (the crawl
+ * bench's batches on either side of it: docs/benchmarks.md).
  */
 const MIN_SEEN_PER_READ = 2;
 /** Weight of one call's share in the running share. */

@@ -9,9 +9,8 @@
 import { setMaxListeners } from 'node:events';
 import { DEFAULTS } from './limits.js';
 import { sleep } from '../sleep.js';
-import type { DequeueResult, Lease, QueueClientCounters } from './types.js';
+import type { DequeueResult, Lease, QueueClientCounters, RedisClient } from './types.js';
 import { WakeListener } from './wake.js';
-import type { RedisClient } from './types.js';
 
 /** A promise lapses within 20 ms of its slot (lua/dequeue.lua): a few are plenty to keep. */
 const MAX_PROMISES = 8;

@@ -104,7 +104,7 @@ export function hostCheck(bound: string): HostCheck {
     } catch {
       return false;
     }
-    if (u.username || u.password || u.pathname !== '/') return false;
+    if (u.username || u.password || u.pathname !== '/' || u.search || u.hash) return false;
     const name = u.hostname.replace(/^\[(.*)\]$/, '$1');
     return name === 'localhost' || name === own || isIP(name) !== 0;
   };

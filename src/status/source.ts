@@ -1,8 +1,7 @@
 import { readHistory, type History, crawlStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
 import { crawlKeys, decodeItem } from '../crawl/store/index.js';
-import type { FairQueue } from '../queue/index.js';
+import type { FairQueue, RedisClient } from '../queue/index.js';
 import { selectRows, type ViewQuery } from './view.js';
-import type { RedisClient } from '../queue/index.js';
 
 /** The first page of the dead letter, as the page shows it. */
 export interface DeadRow {

@@ -12,7 +12,7 @@ describe('what weir shows and answers to', () => {
   it('the status page answers to an IP address, localhost or its --host name (any port: tunnels map it); never to another name', () => {
     const ok = hostCheck('127.0.0.1');
     for (const host of ['127.0.0.1:8080', 'localhost:8080', '[::1]:8080', '192.168.1.5:8080', 'LOCALHOST:8080', '127.0.0.1:9000', '127.0.0.1']) assert.equal(ok(host), true, host);
-    for (const host of [undefined, '', 'attacker.example:8080', 'attacker.example', 'localhost.:8080', 'localhost.attacker.example', 'user@127.0.0.1:8080', '127.0.0.1:8080/x', 'a b']) assert.equal(ok(host), false, String(host));
+    for (const host of [undefined, '', 'attacker.example:8080', 'attacker.example', 'localhost.:8080', 'localhost.attacker.example', 'user@127.0.0.1:8080', '127.0.0.1:8080/x', 'localhost?x', 'localhost#x', 'a b']) assert.equal(ok(host), false, String(host));
     const named = hostCheck('status.internal');
     assert.equal(named('status.internal'), true);
     assert.equal(named('STATUS.internal:8090'), true);

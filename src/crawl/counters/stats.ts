@@ -1,10 +1,9 @@
-import { FairQueue, type QueueStats } from '../../queue/index.js';
+import { FairQueue, type QueueStats, type RedisClient } from '../../queue/index.js';
 import { estimatedFalsePositiveRate } from '../dedupe/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../urls/index.js';
 import { workersSeen } from './history.js';
 import { crawlKeys, readPauseNotes, type PauseNote } from '../store/index.js';
 import { STARTED_AT_FIELD, tallyField, type TallyName } from './tally.js';
-import type { RedisClient } from '../../queue/index.js';
 
 /**
  * Why a domain is not being fetched this moment: an operator's hold, a

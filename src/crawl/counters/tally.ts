@@ -6,7 +6,7 @@ import type { RedisClient } from '../../queue/index.js';
 
 export { TALLY_NAMES, tallyField, type TallyName, type Tallies } from './names.js';
 
-/** A worker's counts, added up locally and written to Redis (and its metrics) in batches. */
+/** A worker's counts: added up locally and in its metrics as they come, written to Redis in batches (flush). */
 export class Tally {
   private pending = new Map<string, number>();
   /** This process's totals, for its summary. */

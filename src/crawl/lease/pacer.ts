@@ -1,4 +1,4 @@
-import { LIMITS, type Lease, type LeaseOutcome } from '../../queue/index.js';
+import { holdsForReport, type Lease, type LeaseOutcome } from '../../queue/index.js';
 import { sleepUntil } from '../../sleep.js';
 import type { SendGate } from '../fetch/index.js';
 import type { TallyName } from '../counters/index.js';
@@ -43,8 +43,6 @@ export const PACING = {
 /** The margin after a send of this lease's queue: the seed's (`setMs`, sendMarginMs) if it sets one, else PACING.marginMs, or a tenth of the interval when that is less (over 4/s). */
 export const marginFor = (lease: Lease, setMs: number | null = null): number => setMs ?? Math.min(PACING.marginMs, lease.intervalMs / 10);
 
-/** Whether the queue holds this lease's next slot for its report (a rate, and an interval over LIMITS.minReportedIntervalMs). */
-const reported = (lease: Lease): boolean => lease.intervalMs > LIMITS.minReportedIntervalMs;
 
 /** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
 const MAX_CLOCK_LOOKS = 3;
@@ -160,7 +158,7 @@ export class SendPacer {
       await ready;
       return new SlotSend(this, lease, this.clock.now());
     }
-    if (ready && reported(lease)) await this.renewWhile(lease, ready);
+    if (ready && holdsForReport(lease)) await this.renewWhile(lease, ready);
     else await ready;
     // The slot's time on this clock is known to within ±u (half the best round
     // trip seen): wait for its latest possible time, so a request is never
@@ -234,7 +232,7 @@ export class SendPacer {
 
   /** Whether a write at `at` (local ms) would be past the lease's send window (less its slack). */
   pastWindow(lease: Lease, at: number): boolean {
-    if (!reported(lease)) return false;
+    if (!holdsForReport(lease)) return false;
     const slack = Math.min(PACING.windowSlackMs, this.windowMs / 3);
     const clock = this.queue.clockOf(lease.shard);
     return clock.toRedis(at) + clock.uncertaintyMs > (this.windowFrom.get(lease) ?? lease.servedAt) + this.windowMs - slack;
@@ -242,7 +240,7 @@ export class SendPacer {
 
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */
   report(lease: Lease, wasSent: boolean): void {
-    if (!reported(lease)) return;
+    if (!holdsForReport(lease)) return;
     void this.queue.sent(lease, wasSent, this.margin(lease)).catch(() => undefined);
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { LIMITS, type FairQueue } from '../../queue/index.js';
+import { LIMITS, type FairQueue, type RedisClient } from '../../queue/index.js';
 import { FetchError, type Fetcher, type FetchResult, type SendGate } from '../fetch/index.js';
 import type { CrawlKeys } from '../store/index.js';
 import { normalizeUrl } from '../urls/index.js';
@@ -7,7 +7,6 @@ import { ROBOTS, robotsRetryMs, type RobotsCache, type RobotsState } from './cac
 import { parseRobots, robotsText } from './parse.js';
 import type { Scope } from '../links/index.js';
 import type { Seed } from '../seed/index.js';
-import type { RedisClient } from '../../queue/index.js';
 
 /** The send gate of robots.txt's hop `hop` (0: the request itself; more: its redirects), resolved when that hop may go. */
 export type HopGates = (hop: number, signal: AbortSignal) => Promise<SendGate | undefined>;
