@@ -37,8 +37,11 @@ export const ERROR_CODES = {
   WEIR_LATE: 'a request was not sent: it would have left too late for its rate slot',
   // Keeping the pages.
   WEIR_WARC: 'a WARC file could not be created or written',
+  WEIR_OUTPUT: 'the output file could not be opened (a symbolic link is refused)',
   // Watching.
   WEIR_STATUS_PAGE: 'the status page could not listen on its address',
+  WEIR_METRICS: 'the metrics endpoint could not listen on its address',
+  WEIR_CLUSTER_NODE: 'a Redis Cluster node is not in the allowed list: no connection (nor credentials) goes to it',
 } as const;
 
 export type WeirErrorCode = keyof typeof ERROR_CODES;

@@ -4,6 +4,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { decodeStages, destroyStages, readCapped } from './body.js';
 import { ExchangeCapture, type Truncation, type WarcLocation, type WarcWriter } from '../output/index.js';
 import { WarmConnector } from './connector.js';
+import { isWeirError } from '../../errors.js';
 import { FetchError } from './errors.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressError, type LookupFunction } from './netguard.js';
 
@@ -81,6 +82,8 @@ interface RequestHooks {
   sent?: SendGate | undefined;
   capture?: ExchangeCapture | null;
   stoppedLate?: boolean;
+  /** The socket it was written to (its parser knows the response's HTTP version). */
+  socket?: object;
 }
 const pendingHooks = new Map<string, RequestHooks>();
 const hooksOf = new WeakMap<object, RequestHooks>();
@@ -105,6 +108,7 @@ subscribe('undici:client:sendHeaders', (message) => {
     return;
   }
   hooks.sent = gate;
+  hooks.socket = socket;
   hooks.capture?.onSent(headers, socket.remoteAddress ?? null);
 });
 subscribe('undici:request:bodySent', (message) => {
@@ -116,8 +120,24 @@ subscribe('undici:request:bodySent', (message) => {
 });
 subscribe('undici:request:headers', (message) => {
   const { request: r, response } = message as { request: object; response: { statusCode: number; statusText: string; headers: Buffer[] } };
-  hooksOf.get(r)?.capture?.onResponse(response.statusCode, response.statusText, response.headers);
+  const hooks = hooksOf.get(r);
+  // A 1xx (103 Early Hints) is an interim response, not the response: not archived.
+  if (!hooks?.capture || response.statusCode < 200) return;
+  hooks.capture.onResponse(httpVersionOf(hooks.socket), response.statusCode, response.statusText, response.headers);
 });
+
+/**
+ * The HTTP version of the response being read on `socket`, from undici's
+ * llhttp parser (undici says it nowhere else); "1.1" when it cannot be read
+ * (weir's agent speaks HTTP/1.x only).
+ */
+function httpVersionOf(socket: object | undefined): string {
+  const key = socket ? Object.getOwnPropertySymbols(socket).find((s) => s.description === 'parser') : undefined;
+  const parser = key ? (socket as Record<symbol, { ptr?: number; llhttp?: Record<string, (ptr: number) => number> } | null>)[key] : null;
+  const major = parser?.ptr !== undefined ? parser.llhttp?.llhttp_get_http_major?.(parser.ptr) : undefined;
+  const minor = parser?.ptr !== undefined ? parser.llhttp?.llhttp_get_http_minor?.(parser.ptr) : undefined;
+  return major === 1 && (minor === 0 || minor === 1) ? `1.${minor}` : '1.1';
+}
 
 /** How long past its deadline a request may stay unsettled before it is abandoned. */
 export const WATCHDOG_GRACE_MS = 2000;
@@ -217,9 +237,10 @@ export class Fetcher {
       return { ...res, warc: capture ? await capture.finish(res.truncated ? 'length' : null) : null };
     } catch (err) {
       if (hooks.stoppedLate) throw new FetchError('WEIR_LATE', 'not sent: it would have left too late for its rate slot', elapsed(), { cause: err });
-      // What was sent and received is recorded, cut where it stopped; the fetch's own error is the one reported.
-      if (capture) await capture.finish(truncationOf(err)).catch(() => undefined);
-      throw err;
+      // What was sent and received is recorded, cut where it stopped; the fetch's
+      // own error is the one reported, unless the record could not be written.
+      const unarchived = capture && !isWeirError(err, 'WEIR_WARC') ? await capture.finish(truncationOf(err)).then(() => null, (e: unknown) => e) : null;
+      throw unarchived ?? err;
     } finally {
       if (pendingHooks.get(sentKey) === hooks) pendingHooks.delete(sentKey);
       this.connector.end(u);

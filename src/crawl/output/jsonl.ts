@@ -1,5 +1,6 @@
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { constants, createWriteStream, openSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { WeirError } from '../../errors.js';
 import type { WarcLocation } from './warc-writer.js';
 
 /** One line of the crawl's output (--out FILE.jsonl), one per URL finished. */
@@ -32,20 +33,41 @@ export interface PageRecord {
   warc?: WarcLocation | null;
 }
 
-/** Appends JSON lines; shared by many processes safely (O_APPEND, whole lines per write). */
+/**
+ * Appends JSON lines; shared by many processes safely (O_APPEND, whole lines
+ * per write). The file is never opened through a symbolic link (O_NOFOLLOW:
+ * a link planted where the output goes would have it truncate or fill
+ * another file), and is created 0640 (URLs crawled are not everyone's).
+ */
 export class JsonlWriter {
   private readonly stream: WriteStream;
 
   constructor(path: string, options: { truncate?: boolean } = {}) {
-    this.stream = createWriteStream(path, { flags: options.truncate ? 'w' : 'a' });
+    const { O_WRONLY, O_CREAT, O_APPEND, O_TRUNC, O_NOFOLLOW } = constants;
+    let fd: number;
+    try {
+      fd = openSync(path, O_WRONLY | O_CREAT | O_NOFOLLOW | (options.truncate ? O_TRUNC : O_APPEND), 0o640);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'ELOOP' ? 'it is a symbolic link (weir writes only to a regular file it can open without following one)' : ((err as Error).message ?? code);
+      throw new WeirError('WEIR_OUTPUT', `cannot open the output ${path}: ${why}`, { cause: err });
+    }
+    this.stream = createWriteStream('', { fd });
+    // A later write error (a full disk) is reported by close(), not left unhandled.
+    this.stream.on('error', (err) => (this.failure ??= err));
   }
+
+  private failure: Error | null = null;
 
   write(record: PageRecord): void {
     this.stream.write(`${JSON.stringify(record)}\n`);
   }
 
   async close(): Promise<void> {
-    this.stream.end();
-    await once(this.stream, 'finish');
+    if (!this.stream.closed) {
+      this.stream.end();
+      await once(this.stream, 'close').catch(() => undefined);
+    }
+    if (this.failure) throw new WeirError('WEIR_OUTPUT', `writing the output failed: ${this.failure.message}`, { cause: this.failure });
   }
 }

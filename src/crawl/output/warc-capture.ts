@@ -61,12 +61,13 @@ export class ExchangeCapture {
     this.sent = { head, ip, at: new Date() };
   }
 
-  onResponse(statusCode: number, statusText: string, rawHeaders: Buffer[]): void {
+  /** The final response's head (interim 1xx responses are not passed here); `version` as "1.1". */
+  onResponse(version: string, statusCode: number, statusText: string, rawHeaders: Buffer[]): void {
     if (!this.sent || this.body) return;
     this.body = new ChunkChannel();
     this.written = this.writer.writeExchange(
       { url: this.url, ...this.sent },
-      { statusLine: `HTTP/1.1 ${statusCode} ${statusText}`.trimEnd(), headers: headerPairs(rawHeaders), body: this.body, truncated: () => this.cut },
+      { statusLine: `HTTP/${version} ${statusCode} ${statusText}`.trimEnd(), headers: headerPairs(rawHeaders), body: this.body, truncated: () => this.cut },
     );
     // Awaited by finish(); until then a failure must not be an unhandled rejection.
     this.written.catch(() => undefined);

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { WARCRecord } from 'warcio';
-import { WARCSerializer } from 'warcio/node';
-import { WeirError } from '../../errors.js';
+import { WARCRecord, WARCSerializer } from 'warcio';
+import { isWeirError, WeirError } from '../../errors.js';
+import { SpoolBuffer, SpoolDir } from './spool.js';
 
 /** Where a record starts: its file (name only, in the WARC directory) and byte offset (the start of its gzip member). */
 export interface WarcLocation {
@@ -19,9 +19,10 @@ export const WARC_DEFAULTS = {
   maxBytes: 1024 ** 3,
   /**
    * Bytes of one record's body the serializer keeps in memory before it
-   * spools the rest to a temporary file (its length and digests go in the
-   * record's header, before the body): a large body is never held in memory
-   * twice.
+   * spools the rest to a file (its length and digests go in the record's
+   * header, before the body): a large body is never held in memory twice.
+   * The spool files sit in a private directory inside the WARC directory
+   * (spool.ts): a worker may need in-flight exchanges × maxBodyBytes there.
    */
   maxMemBytes: 256 * 1024,
   /**
@@ -63,10 +64,14 @@ export interface WarcWriterOptions {
 
 const DIGEST = { algo: 'sha-1', prefix: 'sha1:', base32: true } as const;
 
-/** A record serialized (digests, length) and compressed as one gzip member, as it streams. */
-function member(record: WARCRecord): AsyncIterator<Buffer> {
-  const serialized = new WARCSerializer(record, { gzip: false, digest: DIGEST, maxMemSize: WARC_DEFAULTS.maxMemBytes });
-  return (Readable.from(serialized).pipe(createGzip({ level: WARC_DEFAULTS.gzipLevel })) as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+/** A record serialized (digests, length) and compressed as one gzip member, as it streams; the body's copy in `spool` (else memory). */
+function member(record: WARCRecord, spool?: SpoolBuffer): AsyncIterator<Buffer> {
+  const serialized = new WARCSerializer(record, { gzip: false, digest: DIGEST }, spool);
+  const gzip = createGzip({ level: WARC_DEFAULTS.gzipLevel });
+  const source = Readable.from(serialized);
+  // A failed read (a spool on a full disk) fails the member, not the process.
+  source.on('error', (err) => gzip.destroy(err));
+  return (source.pipe(gzip) as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
 }
 
 async function wholeMember(record: WARCRecord): Promise<Buffer> {
@@ -105,10 +110,12 @@ export class WarcWriter {
   private seq = 0;
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly spools: SpoolDir;
   readonly maxBytes: number;
 
   constructor(private readonly options: WarcWriterOptions) {
     this.maxBytes = options.maxBytes ?? WARC_DEFAULTS.maxBytes;
+    this.spools = new SpoolDir(options.dir);
   }
 
   /** The file being written, if any. */
@@ -121,8 +128,29 @@ export class WarcWriter {
    * WARC-Concurrent-To. The response body is digested (and spooled past
    * maxMemBytes) as it arrives; the file is taken only once it has ended.
    * Resolves where the response record (else the request record) starts.
+   * Any failure is a WEIR_WARC error, and leaves the file as it was before
+   * (see appendRecord).
    */
   async writeExchange(sent: SentRequest, response: ReceivedResponse | null): Promise<WarcLocation> {
+    const spool = response ? new SpoolBuffer(WARC_DEFAULTS.maxMemBytes, await this.spoolPath()) : undefined;
+    try {
+      return await this.exchange(sent, response, spool);
+    } catch (err) {
+      throw isWeirError(err, 'WEIR_WARC') ? err : new WeirError('WEIR_WARC', `archiving ${sent.url} failed: ${(err as Error).message}`, { cause: err });
+    } finally {
+      await spool?.dispose();
+    }
+  }
+
+  private async spoolPath(): Promise<string> {
+    try {
+      return await this.spools.nextPath();
+    } catch (err) {
+      throw new WeirError('WEIR_WARC', `cannot make a spool directory in ${this.options.dir}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private async exchange(sent: SentRequest, response: ReceivedResponse | null, spool: SpoolBuffer | undefined): Promise<WarcLocation> {
     const requestId = `<urn:uuid:${randomUUID()}>`;
     const responseId = `<urn:uuid:${randomUUID()}>`;
     const common = { 'WARC-Date': sent.at.toISOString(), ...(sent.ip ? { 'WARC-IP-Address': sent.ip } : {}) };
@@ -139,7 +167,7 @@ export class WarcWriter {
       [],
     );
     const requestBytes = await wholeMember(request);
-    if (!response) return this.exclusive(async () => this.append([requestBytes]));
+    if (!response) return this.exclusive(() => this.appendRecord(async (put) => put(requestBytes)));
     const record = WARCRecord.create(
       {
         url: sent.url,
@@ -151,16 +179,17 @@ export class WarcWriter {
       },
       markTruncation(response, (reason) => record.warcHeaders.headers.set('WARC-Truncated', reason)),
     );
-    const chunks = member(record);
+    const chunks = member(record, spool);
     // The first chunk comes once the whole body has been read and digested.
     const first = await chunks.next();
-    return this.exclusive(async () => {
-      const at = await this.append([requestBytes]);
-      const location = { file: at.file, offset: at.offset + requestBytes.length };
-      if (!first.done) await this.write(first.value);
-      for (let c = await chunks.next(); !c.done; c = await chunks.next()) await this.write(c.value);
-      return location;
-    });
+    const at = await this.exclusive(() =>
+      this.appendRecord(async (put) => {
+        await put(requestBytes);
+        if (!first.done) await put(first.value);
+        for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
+      }),
+    );
+    return { file: at.file, offset: at.offset + requestBytes.length };
   }
 
   async close(): Promise<void> {
@@ -169,6 +198,7 @@ export class WarcWriter {
       await this.current?.handle.close();
       this.current = null;
     });
+    await this.spools.remove().catch(() => undefined);
   }
 
   /** One writer at a time on the file. */
@@ -178,45 +208,77 @@ export class WarcWriter {
     return run;
   }
 
-  /** Writes whole members, opening a file first when there is none or it is full; where the first one starts. */
-  private async append(members: Uint8Array[]): Promise<WarcLocation> {
+  /**
+   * Writes one record's members (through `put`) where the file ends, opening
+   * a file first when there is none or it is full; resolves where it starts.
+   * On any failure the file is cut back to that start, so the next record
+   * starts where the output says and the file still reads through; a file
+   * that cannot be cut is closed, and the next record begins a new one.
+   */
+  private async appendRecord(write: (put: (bytes: Uint8Array) => Promise<void>) => Promise<void>): Promise<WarcLocation> {
     if (this.closed) throw new WeirError('WEIR_WARC', 'the WARC writer is closed');
     if (!this.current || this.current.bytes >= this.maxBytes) await this.rotate();
-    const cur = this.current as { name: string; bytes: number };
-    const at = { file: cur.name, offset: cur.bytes };
-    for (const m of members) await this.write(m);
-    return at;
-  }
-
-  private async write(bytes: Uint8Array): Promise<void> {
-    const cur = this.current;
-    if (!cur) throw new WeirError('WEIR_WARC', 'no WARC file is open');
+    const cur = this.current as { name: string; handle: FileHandle; bytes: number };
+    const start = cur.bytes;
     try {
-      let done = 0;
-      while (done < bytes.length) done += (await cur.handle.write(bytes, done, bytes.length - done)).bytesWritten;
+      await write((bytes) => this.put(cur, bytes));
     } catch (err) {
+      await this.cutBack(cur, start);
       throw new WeirError('WEIR_WARC', `writing ${cur.name} failed: ${(err as Error).message}`, { cause: err });
     }
-    cur.bytes += bytes.length;
+    return { file: cur.name, offset: start };
+  }
+
+  /** Appends at the file's counted end (positioned writes: a cut-back file is written from its new end). */
+  private async put(cur: { handle: FileHandle; bytes: number }, bytes: Uint8Array): Promise<void> {
+    let done = 0;
+    while (done < bytes.length) {
+      const { bytesWritten } = await cur.handle.write(bytes, done, bytes.length - done, cur.bytes);
+      done += bytesWritten;
+      cur.bytes += bytesWritten;
+    }
+  }
+
+  private async cutBack(cur: { name: string; handle: FileHandle; bytes: number }, start: number): Promise<void> {
+    try {
+      await cur.handle.truncate(start);
+      cur.bytes = start;
+    } catch {
+      await cur.handle.close().catch(() => undefined);
+      if (this.current === cur) this.current = null;
+    }
   }
 
   private async rotate(): Promise<void> {
     await this.current?.handle.close();
     this.current = null;
     const { dir, arena } = this.options;
-    await mkdir(dir, { recursive: true });
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o750 });
+    } catch (err) {
+      throw new WeirError('WEIR_WARC', `cannot create the WARC directory ${dir}: ${(err as Error).message}`, { cause: err });
+    }
     const safeArena = arena.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100);
+    let file: { name: string; handle: FileHandle; bytes: number };
     for (;;) {
       const name = `${safeArena}-${stamp(new Date())}-${process.pid}-${String(this.seq++).padStart(5, '0')}.warc.gz`;
       try {
-        // 'wx': created here or not at all, so two writers never share a file.
-        this.current = { name, handle: await open(join(dir, name), 'wx'), bytes: 0 };
+        // 'wx': created here or not at all (never through a planted link), so two writers never share a file; 0640.
+        file = { name, handle: await open(join(dir, name), 'wx', 0o640), bytes: 0 };
         break;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new WeirError('WEIR_WARC', `cannot create a WARC file in ${dir}: ${(err as Error).message}`, { cause: err });
       }
     }
-    await this.write(await this.warcinfo(this.current.name));
+    try {
+      await this.put(file, await this.warcinfo(file.name));
+    } catch (err) {
+      // A file without its warcinfo is no file: gone, and the next record tries a new one.
+      await file.handle.close().catch(() => undefined);
+      await unlink(join(dir, file.name)).catch(() => undefined);
+      throw new WeirError('WEIR_WARC', `writing ${file.name} failed: ${(err as Error).message}`, { cause: err });
+    }
+    this.current = file;
   }
 
   private async warcinfo(filename: string): Promise<Uint8Array> {

@@ -1,0 +1,104 @@
+import { createReadStream, createWriteStream, openSync, type WriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BaseSerializerBuffer } from 'warcio';
+
+/**
+ * A private directory for the bodies being archived: created 0700 (mkdtemp)
+ * inside the WARC directory on first use, so a body never lands in the
+ * shared OS temp dir where anyone could read it, and removed whole when the
+ * writer closes (a killed worker leaves `.spool-*`, safe to delete).
+ */
+export class SpoolDir {
+  private made: Promise<string> | null = null;
+  private seq = 0;
+
+  constructor(private readonly parent: string) {}
+
+  /** A new file path inside the directory (the directory made first). */
+  async nextPath(): Promise<string> {
+    this.made ??= mkdir(this.parent, { recursive: true, mode: 0o750 }).then(() => mkdtemp(join(this.parent, '.spool-')));
+    const dir = await this.made.catch((err: unknown) => {
+      this.made = null;
+      throw err;
+    });
+    return join(dir, `${process.pid}-${this.seq++}.body`);
+  }
+
+  async remove(): Promise<void> {
+    const made = this.made;
+    this.made = null;
+    const dir = await made?.catch(() => null);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The serializer's copy of one record's body (warcio reads the body once to
+ * learn its length and digests, then writes it out after the header): in
+ * memory up to `memBytes`, the rest in a 0600 file at `path`. A write error
+ * (a full disk) is kept and thrown when the body is read back, never left as
+ * an unhandled 'error'. `dispose` removes the file, whatever happened.
+ */
+export class SpoolBuffer extends BaseSerializerBuffer {
+  private readonly buffers: Uint8Array[] = [];
+  private size = 0;
+  private file: WriteStream | null = null;
+  private failure: Error | null = null;
+  private created = false;
+
+  constructor(
+    private readonly memBytes: number,
+    private readonly path: string,
+  ) {
+    super();
+  }
+
+  write(chunk: Uint8Array): void {
+    if (this.size + chunk.length <= this.memBytes) this.buffers.push(chunk);
+    else this.toFile(chunk);
+    this.size += chunk.length;
+  }
+
+  private toFile(chunk: Uint8Array): void {
+    if (this.failure) return;
+    if (!this.file) {
+      try {
+        // Created here or not at all ('wx': never through a planted link), readable by this user only.
+        const fd = openSync(this.path, 'wx', 0o600);
+        this.created = true;
+        this.file = createWriteStream('', { fd });
+      } catch (err) {
+        this.failure = err as Error;
+        return;
+      }
+      this.file.on('error', (err) => (this.failure ??= err));
+    }
+    this.file.write(chunk);
+  }
+
+  async *readAll(): AsyncGenerator<Uint8Array> {
+    for (const b of this.buffers) yield b;
+    const file = this.file;
+    if (!file && !this.failure) return;
+    if (file && !file.closed) {
+      await new Promise<void>((resolve) => {
+        file.once('close', resolve);
+        file.end();
+      });
+    }
+    if (this.failure) throw this.failure;
+    yield* createReadStream(this.path) as AsyncIterable<Buffer>;
+  }
+
+  purge(): void {
+    // dispose() does it, once the record is written or has failed.
+  }
+
+  /** Closes and removes the spool file, if one was made. */
+  async dispose(): Promise<void> {
+    this.file?.destroy();
+    this.file = null;
+    if (this.created) await unlink(this.path).catch(() => undefined);
+  }
+}
