@@ -1,4 +1,4 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { AbstractConnector, Cluster, Redis, type RedisOptions } from 'ioredis';
 import { WeirError } from './errors.js';
 
 export class RedisUnreachableError extends WeirError {
@@ -44,6 +44,10 @@ export async function connectRedis(
     waitMs?: number;
     onReconnect?: (attempt: number, delayMs: number) => void;
     onRetry?: (attempt: number, delayMs: number, error: string) => void;
+    /** Cluster nodes a connection may go to (clusterNodeAllowList); default: WEIR_CLUSTER_NODES, else any. */
+    clusterNodes?: string[] | null;
+    /** Told of a risk worth a log line (a Cluster's password sent without TLS); default: process.emitWarning. */
+    onWarning?: (message: string) => void;
   } = {},
 ): Promise<RedisClient> {
   const started = Date.now();
@@ -59,7 +63,14 @@ export async function connectRedis(
   }
 }
 
-async function connectOnce(url: string, options: { connectTimeoutMs?: number; onReconnect?: (attempt: number, delayMs: number) => void }): Promise<RedisClient> {
+interface ConnectOptions {
+  connectTimeoutMs?: number;
+  onReconnect?: (attempt: number, delayMs: number) => void;
+  clusterNodes?: string[] | null;
+  onWarning?: (message: string) => void;
+}
+
+async function connectOnce(url: string, options: ConnectOptions): Promise<RedisClient> {
   const redisOptions: RedisOptions = {
     maxRetriesPerRequest: null,
     enableOfflineQueue: true,
@@ -82,7 +93,10 @@ async function connectOnce(url: string, options: { connectTimeoutMs?: number; on
     const info = await client.info('cluster');
     if (!/^cluster_enabled:1\b/m.test(info)) return client;
     client.disconnect();
-    return await connectCluster(client.options, redisOptions, timeoutMs);
+    const allowed = options.clusterNodes !== undefined ? options.clusterNodes : clusterNodesFromEnv();
+    const warn = options.onWarning ?? ((m: string) => process.emitWarning(m, 'WeirWarning'));
+    if (client.options.password && !client.options.tls) warn(`Redis Cluster at ${redactRedisUrl(url)}: a password is set but TLS is not (rediss://): it crosses the network in clear to every node the cluster announces${allowed ? '' : '; set WEIR_CLUSTER_NODES (or --cluster-nodes) to the nodes that may get it'}`);
+    return await connectCluster(client.options, redisOptions, timeoutMs, allowed);
   } catch (err) {
     client.disconnect();
     throw new RedisUnreachableError(redactRedisUrl(url), (err as Error).message);
@@ -105,9 +119,12 @@ async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
  * fails over: a moved slot or a down cluster is retried, and the slot map
  * re-read, rather than failed.
  */
-async function connectCluster(node: RedisOptions, redisOptions: RedisOptions, timeoutMs: number): Promise<Cluster> {
+async function connectCluster(node: RedisOptions, redisOptions: RedisOptions, timeoutMs: number, allowed: string[] | null): Promise<Cluster> {
   const { host = '127.0.0.1', port = 6379, username, password, tls } = node;
+  const allow = allowed ? clusterNodeAllowList([...allowed, `${host}:${port}`]) : null;
   const cluster = new Cluster([{ host, port }], {
+    // Every address the cluster announces (CLUSTER SLOTS, a MOVED or ASK) passes through here.
+    ...(allow ? { natMap: (key: string) => (allow(key) ? null : refusedNode(key)) } : {}),
     redisOptions: { ...redisOptions, lazyConnect: false, ...(username ? { username } : {}), ...(password ? { password } : {}), ...(tls ? { tls } : {}) },
     enableOfflineQueue: true,
     clusterRetryStrategy: (times) => Math.min(500, 50 * 2 ** Math.min(times, 4)),
@@ -128,6 +145,48 @@ async function connectCluster(node: RedisOptions, redisOptions: RedisOptions, ti
     throw err;
   }
   return cluster;
+}
+
+/** WEIR_CLUSTER_NODES as a list (comma- or space-separated host:port), or null when unset. */
+export function clusterNodesFromEnv(env: NodeJS.ProcessEnv = process.env): string[] | null {
+  const v = env.WEIR_CLUSTER_NODES?.trim();
+  return v ? v.split(/[\s,]+/).filter((s) => s !== '') : null;
+}
+
+/**
+ * Whether a node ("host:port", as the cluster announces it) is one of
+ * `nodes` ("host:port", or "host" for any port; hosts as written, [::1] or
+ * ::1 for IPv6). The node the URL names is always allowed.
+ */
+export function clusterNodeAllowList(nodes: string[]): (key: string) => boolean {
+  const norm = (h: string): string => h.toLowerCase().replace(/^\[|\]$/g, '');
+  // An entry: "[v6]:port", "[v6]", a bare "v6" (any port: a port would be ambiguous), "host:port" or "host".
+  const entry = (s: string): { host: string; port: string | null } => {
+    const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(s) ?? (s.split(':').length > 2 ? null : /^([^:]+)(?::(\d+))?$/.exec(s));
+    return m ? { host: norm(m[1] ?? ''), port: m[2] ?? null } : { host: norm(s), port: null };
+  };
+  const allowed = nodes.map(entry);
+  return (key) => {
+    // A key as ioredis makes it: "<host>:<port>", the port always last.
+    const i = key.lastIndexOf(':');
+    const host = norm(key.slice(0, i));
+    const port = key.slice(i + 1);
+    return allowed.some((a) => a.host === host && (a.port === null || a.port === port));
+  };
+}
+
+/** A node outside the allow-list: its "connection" fails at once, before any byte (or credential) is sent. */
+function refusedNode(key: string): { host: string; port: number; Connector: new () => AbstractConnector } {
+  class Refused extends AbstractConnector {
+    constructor() {
+      super(0);
+    }
+    connect(): Promise<never> {
+      return Promise.reject(new WeirError('WEIR_CLUSTER_NODE', `Redis Cluster node ${key} is not in WEIR_CLUSTER_NODES: not connecting (no credentials sent)`));
+    }
+  }
+  const i = key.lastIndexOf(':');
+  return { host: key.slice(0, i), port: Number(key.slice(i + 1)), Connector: Refused };
 }
 
 /** "a Redis Cluster of 3 masters" or "a single Redis", for the log line that says where an arena lives. */

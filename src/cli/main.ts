@@ -28,6 +28,8 @@ const OPTIONS = {
   'exit-when-done': { type: 'boolean', default: false },
   'lease-ms': { type: 'string' },
   'metrics-port': { type: 'string' },
+  'metrics-host': { type: 'string' },
+  'cluster-nodes': { type: 'string' },
   'redis-wait': { type: 'string' },
   'log-format': { type: 'string' },
   json: { type: 'boolean', default: false },
@@ -53,6 +55,11 @@ export async function main(argv: string[]): Promise<number> {
     const [domainArg, ...rest] = extra;
     if (rest.length > 0 || (domainArg !== undefined && command !== 'hold' && command !== 'unhold')) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
     const format = logFormat(values['log-format']);
+    // Read by connectRedis wherever it is called, and inherited by crawl's workers.
+    if (values['cluster-nodes'] !== undefined) {
+      if (values['cluster-nodes'].trim() === '') throw new UsageError('--cluster-nodes needs host:port[,host:port...]');
+      process.env.WEIR_CLUSTER_NODES = values['cluster-nodes'];
+    }
     const log = makeLogger(format);
     if (command === 'redis-stop') {
       const stopped = await new EmbeddedRedis().stop();
@@ -73,6 +80,15 @@ export async function main(argv: string[]): Promise<number> {
     if (process.env.WEIR_DEBUG) process.stderr.write(`${e.stack ?? ''}\n`);
     return exitCodeOf(err);
   }
+}
+
+/** --metrics-host H (needs --metrics-port). */
+function metricsHostFlag(values: Values): { metricsHost?: string } {
+  const host = values['metrics-host'];
+  if (host === undefined) return {};
+  if (values['metrics-port'] === undefined) throw new UsageError('--metrics-host needs --metrics-port P');
+  if (host.trim() === '') throw new UsageError('--metrics-host needs an address, like 127.0.0.1 or 0.0.0.0');
+  return { metricsHost: host };
 }
 
 /** --warc DIR [--warc-max-bytes N]. */
@@ -109,6 +125,7 @@ function dispatch(command: string, ctx: CommandContext, values: Values, domainAr
         leaseMs: leaseMs(values['lease-ms']),
         redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
         ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port'], 'metrics-port') } : {}),
+        ...metricsHostFlag(values),
         ...(values.out ? { out: values.out } : {}),
         ...warcFlag(values),
         exitWhenDone: values['exit-when-done'],

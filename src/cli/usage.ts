@@ -6,7 +6,7 @@ export const USAGE = `weir — a polite, horizontally scalable web crawler
 usage:
   weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
-  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P] [--redis-wait S]
+  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P [--metrics-host H]] [--redis-wait S]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
   weir status SEED [--json] [--watch]
   weir status SEED --serve PORT [--host H]   a live page of the arena at http://H:PORT/ (read-only)
@@ -28,7 +28,10 @@ options:
   --exit-when-done   exit when the arena is drained or maxPages is reached
   --redis-wait S     a worker started while Redis is unreachable retries for S seconds
                      (capped backoff, each try logged) before exiting 3 (default 60)
-  --metrics-port P   serve Prometheus metrics at http://0.0.0.0:P/metrics (worker)
+  --metrics-port P   serve Prometheus metrics at http://127.0.0.1:P/metrics (worker)
+  --metrics-host H   address the metrics listen on (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)
+  --cluster-nodes L  Redis Cluster nodes a connection (and the password) may go to, host:port,...
+                     (else WEIR_CLUSTER_NODES; unset: any node the cluster announces)
   --lease-ms N       how long a worker holds a URL before it goes back if the worker dies
                      (default ${WORKER_DEFAULTS.leaseMs}, at least 1000; renewed every third of it while a URL is handled)
   --log-format F     human (default on a terminal) or json (default when piped)
