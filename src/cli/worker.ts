@@ -16,6 +16,8 @@ export interface WorkerFlags {
   exitWhenDone: boolean;
   leaseMs: number;
   metricsPort?: number;
+  /** Where the metrics listen (default 127.0.0.1). */
+  metricsHost?: string;
   redisWaitMs: number;
   warc?: { dir: string; maxBytes: number };
 }
@@ -37,6 +39,7 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
     onRetry: (attempt, delayMs, error) => log.warn({ attempt, delayMs, error }, `Redis unreachable (${error}): retrying in ${delayMs} ms`),
     // Tries come every 0.5 s: say so on the first and then every 20th (10 s).
     onReconnect: (attempt, delayMs) => void (attempt % 20 === 1 && log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting')),
+    onWarning: (message) => log.warn(message),
   });
   await warnEviction(redis, log);
   log.info({ arena: local.arena }, 'worker starting');
@@ -48,7 +51,10 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
   try {
     if (!seed) return sig.exitCode() ?? EXIT.ok;
     await sayPlacement(redis, statsQueue, seed.arena, log);
-    if (metrics) log.info({ port: await metrics.listen(flags.metricsPort ?? 0) }, 'Prometheus metrics on /metrics');
+    if (metrics) {
+      const host = flags.metricsHost ?? '127.0.0.1';
+      log.info({ host, port: await metrics.listen(flags.metricsPort ?? 0, host) }, 'Prometheus metrics on /metrics');
+    }
     const worker = new CrawlWorker(redis, seed, {
       ...(metrics ? { metrics } : {}),
       ...(out ? { out } : {}),
@@ -64,6 +70,8 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
     stopProgress?.();
     const cpu = process.cpuUsage();
     log.info({ ...summary, cpuUserMs: Math.round(cpu.user / 1000), cpuSystemMs: Math.round(cpu.system / 1000) }, 'worker finished');
+    // Stopped by its own fault (logged where it happened): the supervisor must see it.
+    if (summary.exitReason === 'archiveFailed') return sig.exitCode() ?? EXIT.failure;
   } finally {
     stopProgress?.();
     await out?.close();

@@ -5,13 +5,16 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { before, describe, it } from 'node:test';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { JsonlWriter, type PageRecord } from '../../src/crawl/output/jsonl.js';
 import { validateSeed, type Seed } from '../../src/crawl/seed/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
 import * as guard from '../../src/crawl/fetch/netguard.js';
-import { CrawlMetrics } from '../../src/crawl/counters/metrics.js';
+import { CrawlMetrics, METRICS_LIMITS } from '../../src/crawl/counters/metrics.js';
+import { isWeirError } from '../../src/errors.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { crawlStats } from '../../src/crawl/counters/stats.js';
 import { html, smallestGap, type FixtureSite, type Handler } from '../helpers/web.js';
@@ -361,7 +364,8 @@ describe('Prometheus metrics', () => {
     const seed = validateSeed({ arena: 'metrics', rateLimits: { [M.key]: 100 }, start: [`${M.origin}/`], allowPrivateNetworks: true });
     await kickoff(world.redis, seed);
     const queue = new FairQueue(world.redis);
-    const metrics = new CrawlMetrics(queue, 'metrics');
+    // (Every scrape reads Redis afresh here: the test compares them with the crawl as it goes.)
+    const metrics = new CrawlMetrics(queue, 'metrics', { redisEveryMs: 0 });
     const port = await metrics.listen(0, '127.0.0.1');
     const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const value = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
@@ -394,5 +398,39 @@ describe('Prometheus metrics', () => {
     assert.deepEqual(['written_late', 'not_sent'].map((o, i) => late(after, o) - (before[i] ?? 0)), [1, 2]);
     await metrics.close();
     await queue.close();
+  });
+
+  it('listen on 127.0.0.1 unless told, report a port in use as an error, cut a client that never finishes its request, and read Redis once for many scrapes', async () => {
+    const queue = new FairQueue(world.redis);
+    const metrics = new CrawlMetrics(queue, 'metrics');
+    const port = await metrics.listen(0);
+    try {
+      const server = (metrics as unknown as { server: Server }).server;
+      assert.equal((server.address() as AddressInfo).address, '127.0.0.1', 'loopback by default');
+      // A port in use: a WEIR_METRICS error to report, not an unhandled 'error' event.
+      const second = new CrawlMetrics(queue, 'metrics');
+      await assert.rejects(second.listen(port), (err: unknown) => isWeirError(err, 'WEIR_METRICS') && /EADDRINUSE/.test((err as Error).message));
+      assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`, { method: 'POST' })).status, 405);
+
+      // Many scrapes within redisEveryMs: one read of the arena (commands counted by Redis itself).
+      const commands = async (): Promise<number> => Number(/total_commands_processed:(\d+)/.exec(await world.redis.info('stats'))?.[1]);
+      await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+      const before = await commands();
+      for (let i = 0; i < 10; i++) await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+      assert.equal((await commands()) - before, 1, 'ten scrapes, no Redis command (but the INFO counting them)');
+
+      // A client that sends half a request and stalls is cut at the request deadline.
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.resume();
+      socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n');
+      const started = performance.now();
+      await new Promise<void>((r) => socket.once('close', () => r()));
+      const heldMs = performance.now() - started;
+      assert.ok(heldMs < METRICS_LIMITS.requestMs + 5000, `cut after ${heldMs.toFixed(0)} ms`);
+    } finally {
+      await metrics.close();
+      await queue.close();
+    }
   });
 });

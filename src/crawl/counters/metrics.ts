@@ -1,8 +1,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { WeirError } from '../../errors.js';
 import type { FairQueue, QueueStats } from '../../queue/index.js';
 import type { TallyName } from './names.js';
+
+/**
+ * What a scrape may cost: Redis is read for the arena's per-domain gauges
+ * at most once per `redisEveryMs` (scrapes in between get that read), and
+ * only the `maxDomains` domains with most URLs queued and leased get a
+ * series (a million-domain arena is not a million series a scrape). The
+ * server gives a client `requestMs` to send its request and a kept-alive
+ * one `idleMs` between requests.
+ */
+export const METRICS_LIMITS = { redisEveryMs: 5000, maxDomains: 500, requestMs: 10_000, idleMs: 5000, maxConnections: 32 } as const;
 
 /** The pacer's tallies of late requests, as weir_late_requests_total's outcomes. */
 const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'written_late', lateSlots: 'not_sent' };
@@ -11,7 +22,7 @@ const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'written_
  * A worker's Prometheus metrics (prom-client), served at /metrics by
  * `weir worker --metrics-port P`. Counters are this worker's own; the
  * per-domain queued/leased gauges and the arena's expired-lease count are
- * read from Redis at each scrape, not guessed.
+ * read from Redis (not guessed), at most once per METRICS_LIMITS.redisEveryMs.
  */
 export class CrawlMetrics {
   readonly registry = new Registry();
@@ -24,15 +35,14 @@ export class CrawlMetrics {
   readonly lateRequests: Counter<'outcome'>;
   private server: Server | undefined;
 
-  constructor(queue: FairQueue, arena: string) {
+  /** `redisEveryMs`: how old a read of the arena a scrape may get (default METRICS_LIMITS.redisEveryMs). */
+  constructor(queue: FairQueue, arena: string, options: { redisEveryMs?: number } = {}) {
+    const every = options.redisEveryMs ?? METRICS_LIMITS.redisEveryMs;
     const registers = [this.registry];
-    // One read of every queue's counts per scrape, shared by the two per-domain
-    // gauges (a scrape collects them concurrently): a read in flight is joined.
-    let reading: Promise<QueueStats[]> | undefined;
-    const perDomain = (): Promise<QueueStats[]> => {
-      reading ??= queue.allQueueStats(arena).finally(() => (reading = undefined));
-      return reading;
-    };
+    // One read of every queue's counts, shared by the two per-domain gauges
+    // and by every scrape for redisEveryMs: a read in flight is joined.
+    const perDomain = cachedRead(every, async () => busiest(await queue.allQueueStats(arena), METRICS_LIMITS.maxDomains));
+    const arenaStats = cachedRead(every, () => queue.stats(arena));
     this.pages = new Counter({ name: 'weir_pages_total', help: 'Pages fetched to a final response, by status class', labelNames: ['status_class'], registers });
     this.bytes = new Counter({ name: 'weir_bytes_total', help: 'Body bytes read (after decompression)', registers });
     this.fetchSeconds = new Histogram({
@@ -75,7 +85,7 @@ export class CrawlMetrics {
       help: 'Leases of the arena that expired and went back (all workers, from Redis)',
       registers,
       async collect() {
-        this.set((await queue.stats(arena)).expired);
+        this.set((await arenaStats()).expired);
       },
     });
   }
@@ -89,17 +99,22 @@ export class CrawlMetrics {
     else if (name in LATE_OUTCOMES) this.lateRequests.inc({ outcome: LATE_OUTCOMES[name] }, n);
   }
 
-  /** Serves /metrics on 0.0.0.0:port (0 = any free port); resolves the port. */
-  async listen(port: number, host = '0.0.0.0'): Promise<number> {
-    this.server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
+  /**
+   * Serves GET /metrics on host:port (0 = any free port; host 127.0.0.1
+   * unless told: the counts name every domain crawled); resolves the port.
+   * A port in use is a WEIR_METRICS error, not a crash.
+   */
+  async listen(port: number, host = '127.0.0.1'): Promise<number> {
+    // (Deadlines are checked every second, not Node's default 30.)
+    const server = createServer({ requestTimeout: METRICS_LIMITS.requestMs, headersTimeout: METRICS_LIMITS.requestMs, keepAliveTimeout: METRICS_LIMITS.idleMs, connectionsCheckingInterval: 1000 }, (req, res) => {
+      if (req.url !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+        res.writeHead(req.url === '/metrics' ? 405 : 404).end();
         return;
       }
       this.registry.metrics().then(
         (text) => {
           res.writeHead(200, { 'content-type': this.registry.contentType });
-          res.end(text);
+          res.end(req.method === 'HEAD' ? undefined : text);
         },
         (err: unknown) => {
           res.writeHead(500, { 'content-type': 'text/plain' });
@@ -107,8 +122,15 @@ export class CrawlMetrics {
         },
       );
     });
-    await new Promise<void>((resolve) => this.server?.listen(port, host, resolve));
-    return (this.server.address() as AddressInfo).port;
+    server.maxConnections = METRICS_LIMITS.maxConnections;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) => reject(new WeirError('WEIR_METRICS', `metrics: cannot listen on ${host}:${port}: ${err.code ?? err.message}`, { cause: err })));
+      server.listen(port, host, resolve);
+    });
+    // Later socket errors are the client's business; never an unhandled 'error'.
+    server.on('error', () => undefined);
+    this.server = server;
+    return (server.address() as AddressInfo).port;
   }
 
   async close(): Promise<void> {
@@ -118,3 +140,25 @@ export class CrawlMetrics {
   }
 }
 
+
+/** `read`, at most once per `everyMs`: calls in between (and while it runs) get its last result. */
+function cachedRead<T>(everyMs: number, read: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | null = null;
+  return () => {
+    if (last && performance.now() - last.at < everyMs) return last.value;
+    const value = read();
+    const entry = { at: performance.now(), value };
+    last = entry;
+    // A failed read is not kept: the next scrape asks again.
+    value.catch(() => {
+      if (last === entry) last = null;
+    });
+    return value;
+  };
+}
+
+/** The `n` domains with most URLs queued and leased. */
+function busiest(stats: QueueStats[], n: number): QueueStats[] {
+  if (stats.length <= n) return stats;
+  return [...stats].sort((a, b) => b.queued + b.leased - (a.queued + a.leased)).slice(0, n);
+}
