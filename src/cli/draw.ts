@@ -31,6 +31,7 @@ export function formatStats(s: CrawlStats): string {
     table(['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robots', 'limit', 'achieved', 'next', 'waiting for'], rows),
     `workers seen in the last 15 s: ${s.workers}`,
   ];
+  for (const f of s.faults) lines.push(`worker ${f.worker} stopped at ${new Date(f.at).toISOString()}: ${f.code}: ${f.message}`);
   if (s.totals.sitemaps > 0) lines.push(`sitemaps: ${s.totals.sitemaps} read, ${s.totals.sitemapUrls} in-scope URLs found in them`);
   if (s.bloom) {
     lines.push(

@@ -3,7 +3,7 @@ import type { Lease } from '../queue/index.js';
 import type { CrawlMetrics } from './counters/index.js';
 import { decodeBody, type Fetcher, isHtml, type FetchOptions, type FetchResult } from './fetch/index.js';
 import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, type Outcome, type SendPacer } from './lease/index.js';
-import { type LinkFollower, SITEMAP_LIMITS, SitemapReader } from './links/index.js';
+import { type LinkFollower, SITEMAP_LIMITS, SitemapReader, sitemapHosts } from './links/index.js';
 import type { PageRecord } from './output/index.js';
 import { encodeItem, type QueuedUrl } from './store/index.js';
 
@@ -47,6 +47,8 @@ export class UrlFetch {
       this.d.tally.add(lease.queue, 'bytes', res.bytes);
       return res;
     } catch (err) {
+      // The archive failed: the worker's fault, not the site's (the worker decides: worker.ts).
+      if (isWeirError(err, 'WEIR_WARC')) throw err;
       // Not sent: stopping, or too late for its slot (counted by the pacer).
       if (this.d.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
       this.d.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
@@ -97,8 +99,10 @@ export class UrlFetch {
       if (res.status < 200 || res.status >= 300) return commit({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
       const map = await reader.end();
       const pages = await this.d.links.sitemapPages(item, map.urls);
-      const children = await this.d.links.sitemaps(map.sitemaps.map((s) => s.loc), item.url, (item.sitemapLevel ?? 0) + 1, item.url);
-      const ignored = map.ignored + children.ignored;
+      // An index lists sitemaps on the hosts it may speak for; they inherit its depth and voucher.
+      const from = { base: item.url, level: (item.sitemapLevel ?? 0) + 1, depth: item.depth, vouchedBy: item.vouchedBy, hosts: sitemapHosts(item) };
+      const children = await this.d.links.sitemaps(map.sitemaps.map((s) => s.loc), from);
+      const ignored = map.ignored + pages.ignored + children.ignored;
       const enqueued = pages.enqueued + children.enqueued;
       return commit(
         {

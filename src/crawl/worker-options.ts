@@ -84,5 +84,6 @@ export interface WorkerSummary {
   emptyDequeues: number;
   /** Wake-ups taken from the arena's wake list. */
   wakeups: number;
-  exitReason: 'drained' | 'maxPages' | 'stopped';
+  /** archiveFailed: a WARC record could not be written (a full disk): the worker stopped, its leases handed back. */
+  exitReason: 'drained' | 'maxPages' | 'stopped' | 'archiveFailed';
 }

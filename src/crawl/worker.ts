@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { FairQueue, type Lease, type LeaseOutcome, type RedisClient } from '../queue/index.js';
+import { isWeirError, type WeirError } from '../errors.js';
 import { sleep } from '../sleep.js';
 import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
@@ -12,7 +13,7 @@ import { LinkFollower, Scope } from './links/index.js';
 import { WarcWriter } from './output/index.js';
 import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
 import type { Seed } from './seed/index.js';
-import { crawlKeys, decodeItem, PauseNotes, type CrawlKeys } from './store/index.js';
+import { crawlKeys, decodeItem, noteFault, PauseNotes, type CrawlKeys } from './store/index.js';
 import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
@@ -79,7 +80,7 @@ export class CrawlWorker {
     this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name), realClock, seed.sendMarginMs);
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
-    this.links = new LinkFollower(this.queue, seed, scope, localSeen, options.onPage);
+    this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
     this.fetch = new UrlFetch({ pacer: this.pacer, fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
     this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
@@ -202,6 +203,7 @@ export class CrawlWorker {
     try {
       return { ctx, outcome: await this.decide(ctx) };
     } catch (err) {
+      if (isWeirError(err, 'WEIR_WARC')) return { ctx, outcome: this.archiveFailed(err, ctx) };
       this.log?.error({ err, url: ctx.item?.url ?? lease.item }, 'processing a URL failed: handing its lease back');
       return { ctx, outcome: release([['internalErrors', 1]]) };
     } finally {
@@ -209,6 +211,22 @@ export class CrawlWorker {
       // (Its request reported, or reported never sent: the domain's next slot waits for this.)
       this.pacer.finish(lease);
     }
+  }
+
+  /**
+   * An exchange could not be archived (a full disk, a spool that failed):
+   * the worker's fault, not the site's. Its lease goes back with no attempt
+   * counted (no URL is committed without its record, none fetched again in a
+   * loop), and the worker stops: every lane hands its lease back, the fault
+   * is noted for `status`, and the command exits non-zero.
+   */
+  private archiveFailed(err: WeirError, ctx: LeaseContext): Outcome {
+    if (!this.stop.signal.aborted) {
+      this.log?.error({ err, url: ctx.item?.url, warcDir: this.options.warc?.dir }, `archiving failed: ${err.message}. The worker stops (its leases go back, nothing is lost); free space in the WARC directory, then start it again`);
+      void noteFault(this.redis, this.keys, err.code, err.message);
+    }
+    this.halt('archiveFailed');
+    return release([['archiveFailures', 1]]);
   }
 
   /** Carries a decision out (a commit already sent: its answer); null, for the lane's loop. */

@@ -21,6 +21,7 @@ export interface StatusView {
   drained: boolean;
   startedAt: number | null;
   workers: number;
+  faults: CrawlStats['faults'];
   totals: CrawlStats['totals'] & { domains: number };
   bloom: CrawlStats['bloom'];
   query: ViewQuery;
@@ -69,6 +70,7 @@ export class StatusSource {
       drained: stats.drained,
       startedAt: stats.startedAt,
       workers: stats.workers,
+      faults: stats.faults,
       totals: { ...stats.totals, domains: stats.domains.length },
       bloom: stats.bloom,
       query,

@@ -13,7 +13,8 @@ import { runCrawl } from '../../src/crawl/run.js';
 import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { startSiteProcess, type SiteProcess } from '../helpers/site-process.js';
 import { readWarcFile } from '../helpers/warc-reader.js';
-import { html, smallestGap } from '../helpers/web.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FixtureWeb, html, smallestGap } from '../helpers/web.js';
 import { readJsonl, useCrawlWorld } from '../helpers/world.js';
 
 const RATE = 10;
@@ -62,9 +63,9 @@ describe('sitemaps', () => {
     const lines = await readJsonl(out);
     const line = (p: string) => lines.find((l) => l.url === `${site?.origin}${p}`);
     assert.equal(line('/p/1')?.lastmod, '2026-11-04');
-    assert.equal(line('/p/1')?.depth, 0);
+    assert.equal(line('/p/1')?.depth, 1, 'found through robots.txt: one step from the site');
     assert.equal(line('/p/1')?.referrer, `${site.origin}/sm/pages.xml`);
-    assert.deepEqual(line('/sm/pages.xml')?.sitemap, { format: 'urlset', urls: 6, sitemaps: 0, ignored: 0, truncated: false });
+    assert.deepEqual(line('/sm/pages.xml')?.sitemap, { format: 'urlset', urls: 6, sitemaps: 0, ignored: 1, truncated: false }, 'the entry on another host');
     assert.deepEqual(line('/sm/more.xml.gz')?.sitemap, { format: 'urlset', urls: 2, sitemaps: 0, ignored: 0, truncated: false });
     assert.deepEqual(line('/sm/list.txt')?.sitemap, { format: 'text', urls: 2, sitemaps: 0, ignored: 0, truncated: false });
     assert.equal(line('/sitemap-index.xml')?.sitemap?.ignored, 1, 'the sitemap outside every domain');
@@ -102,5 +103,59 @@ describe('sitemaps', () => {
     assert.throws(() => validateSeed({ ...raw, sitemaps: ['ftp://x/'] }), /seed field sitemaps\[0\]: is not an absolute http/);
     assert.throws(() => validateSeed({ ...raw, sitemaps: ['http://192.0.2.1/s.xml'] }), /seed field sitemaps\[0\]: .* is not inside any domain/);
     assert.throws(() => validateSeed({ ...raw, sitemaps: 'yes' }), /seed field sitemaps: must be true, false or a list/);
+    assert.throws(() => validateSeed({ ...raw, maxSitemaps: -1 }), /seed field maxSitemaps/);
+  });
+
+  it("a sitemap lists pages of its own host only, unless the other host's robots.txt names it; maxDepth and maxSitemaps hold", async () => {
+    // Three sites on loopback (another port is another host), all in the crawl's scope: A's sitemap plants URLs on B and C.
+    // B's robots.txt names a sitemap that lives on A (a cross submit): that one may list B's pages.
+    const web = new FixtureWeb();
+    try {
+      const origins: Record<string, string> = {};
+      // (urlset() puts {{self}} before a path; here every location names its site.)
+      const fill = (text: string): string => text.replaceAll(SELF, '').replace(/\{\{([ABC])\}\}/g, (_m, n: string) => origins[n] ?? '');
+      const xml = (body: () => string) => (_req: IncomingMessage, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'application/xml' });
+        res.end(fill(body()));
+      };
+      const robots = (text: string) => (_req: IncomingMessage, res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(fill(text));
+      };
+      const routes = (name: string) => ({
+        '/robots.txt': robots(name === 'A' ? 'Sitemap: {{A}}/sitemap.xml\n' : name === 'B' ? 'Sitemap: {{A}}/for-b.xml\n' : ''),
+        '/': html(`${name} home`),
+        '/sitemap.xml': xml(() => urlset(['{{A}}/a/1', '{{B}}/planted-by-A', '{{C}}/victim'])),
+        '/for-b.xml': xml(() => urlset(['{{B}}/b/1', '{{C}}/victim-2'])),
+        '/index-many.xml': xml(() => index(['{{C}}/m/1.xml', '{{C}}/m/2.xml', '{{C}}/m/3.xml', '{{C}}/m/4.xml', '{{C}}/m/5.xml'])),
+      });
+      const fallback = xml(() => urlset([]));
+      for (const name of ['A', 'B', 'C']) origins[name] = (await web.site(name, routes(name), fallback)).origin;
+      const sites = [...web.sites.values()];
+      const rateLimits = Object.fromEntries(sites.map((s) => [s.key, 'unlimited']));
+      const seed = validateSeed({ arena: 'sitemap-hosts', rateLimits, start: [`${origins.A}/`, `${origins.B}/`], allowPrivateNetworks: true });
+      await runCrawl(world.redis, seed, { workers: 1, concurrency: 2 });
+      const paths = (site: string) => web.of(site).map((r) => r.path);
+      assert.ok(paths('A').includes('/a/1'), "A's sitemap lists A's page");
+      assert.ok(!paths('B').includes('/planted-by-A'), `A's sitemap may not speak for B: ${paths('B').join(' ')}`);
+      assert.deepEqual(paths('C'), [], 'nor for C: C is never asked for anything');
+      assert.ok(paths('A').includes('/for-b.xml') && paths('B').includes('/b/1'), "B's robots.txt vouches for the sitemap on A: it may list B's pages");
+
+      // maxDepth 0: only the start URLs; sitemaps found through robots.txt would give depth-1 pages, so none is read.
+      const shallow = validateSeed({ arena: 'sitemap-depth0', rateLimits, start: [`${origins.A}/`], maxDepth: 0, allowPrivateNetworks: true });
+      const before = web.of('A').length;
+      const r = await runCrawl(world.redis, shallow, { workers: 1, concurrency: 2 });
+      const fetched = web.of('A').slice(before).map((x) => x.path);
+      assert.deepEqual(fetched.sort(), ['/', '/robots.txt'], `maxDepth 0 fetches only the start URL (and robots.txt): ${fetched.join(' ')}`);
+      assert.equal(r.stats.totals.sitemaps, 0);
+
+      // maxSitemaps: an index listing 5 sitemaps, with a budget of 2, has 2 of them read.
+      const budget = validateSeed({ arena: 'sitemap-budget', rateLimits, start: [`${origins.C}/`], sitemaps: [`${origins.C}/index-many.xml`], maxSitemaps: 2, allowPrivateNetworks: true });
+      const rb = await runCrawl(world.redis, budget, { workers: 1, concurrency: 2 });
+      assert.equal(rb.stats.totals.sitemaps, 1 + 2, 'the seed-listed index (not counted) and 2 of its 5');
+      assert.equal(web.of('C').filter((x) => x.path.startsWith('/m/')).length, 2);
+    } finally {
+      await web.close();
+    }
   });
 });

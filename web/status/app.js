@@ -129,6 +129,16 @@
     }));
   }
 
+  function drawFaults(v) {
+    const faults = v.faults ?? [];
+    $('#faults').hidden = faults.length === 0;
+    $('#faults tbody').replaceChildren(...faults.map((f) => {
+      const tr = el('tr');
+      tr.append(el('td', f.worker), el('td', new Date(f.at).toLocaleString()), el('td', f.code), el('td', f.message));
+      return tr;
+    }));
+  }
+
   let timer = null;
   let asked = 0;
   async function refresh() {
@@ -150,6 +160,7 @@
       drawArenaChart(v);
       drawDomains(v);
       drawDead(v);
+      drawFaults(v);
       exposed.refreshes++;
       // Ms from navigation to the first complete draw (the 10,000-domain test reads it).
       exposed.firstRenderMs ??= performance.now();

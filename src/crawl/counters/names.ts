@@ -47,10 +47,12 @@ export const TALLY_NAMES = [
   'sitemaps',
   /** In-scope page URLs found in sitemaps (new or already seen). */
   'sitemapUrls',
-  /** Sitemap entries ignored: past the protocol's 50,000, too long, out of every domain, or nested too deep. */
+  /** Sitemap entries ignored: past the protocol's 50,000, too long, out of every domain, on a host the sitemap may not speak for, past maxDepth or maxSitemaps, or nested too deep. */
   'sitemapIgnored',
   /** URLs whose handling failed unexpectedly (a bug, Redis trouble): handed back at once, logged. */
   'internalErrors',
+  /** Exchanges that could not be archived (WARC): the worker stopped on the first. */
+  'archiveFailures',
 ] as const;
 
 export type TallyName = (typeof TALLY_NAMES)[number];

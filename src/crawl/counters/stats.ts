@@ -2,7 +2,7 @@ import { FairQueue, type QueueStats, type RedisClient } from '../../queue/index.
 import { estimatedFalsePositiveRate } from '../dedupe/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../urls/index.js';
 import { workersSeen } from './history.js';
-import { crawlKeys, readPauseNotes, type PauseNote } from '../store/index.js';
+import { crawlKeys, readFaults, readPauseNotes, type PauseNote, type WorkerFault } from '../store/index.js';
 import { STARTED_AT_FIELD, tallyField, type TallyName } from './tally.js';
 
 /**
@@ -60,6 +60,8 @@ export interface CrawlStats {
   startedAt: number | null;
   /** Workers that wrote their counters within the last 15 s. */
   workers: number;
+  /** Why workers stopped on faults of their own (a WARC file that could not be written), newest first. */
+  faults: WorkerFault[];
   now: number;
 }
 
@@ -71,11 +73,12 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
   const n = (domain: string, name: TallyName): number => Number(counts[tallyField(domain, name)] ?? 0);
   const startedAt = counts[STARTED_AT_FIELD] ? Number(counts[STARTED_AT_FIELD]) : null;
   const elapsed = startedAt ? Math.max(0.001, (totals.now - startedAt) / 1000) : null;
-  const [queues, notes, delays, workers] = await Promise.all([
+  const [queues, notes, delays, workers, faults] = await Promise.all([
     queue.allQueueStats(arena),
     readPauseNotes(redis, keys),
     redis.hgetall(keys.crawlDelays),
     workersSeen(redis, keys, totals.now),
+    readFaults(redis, keys),
   ]);
   const crawlDelays = crawlDelaysByDomain(delays, queues.map((q) => q.name));
   const domains = queues.map((q) => domainStats(q, n, { now: totals.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
@@ -110,6 +113,7 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
     bloom,
     startedAt,
     workers,
+    faults,
     now: totals.now,
   };
 }

@@ -25,6 +25,16 @@ export class PageBudget {
     return false;
   }
 
+  /** Reserves up to `n` at once; how many it got (0 when the budget is spent). */
+  async reserveUpTo(n: number): Promise<number> {
+    if (this.maxPages === null) return n;
+    if (n <= 0) return 0;
+    const total = await this.redis.incrby(this.key, n);
+    const over = Math.min(n, Math.max(0, total - this.maxPages));
+    if (over > 0) await this.redis.decrby(this.key, over);
+    return n - over;
+  }
+
   /** Hands a reservation back: its fetch ended in no page. */
   async unreserve(): Promise<void> {
     if (this.maxPages !== null) await this.redis.decr(this.key);

@@ -11,6 +11,37 @@ import type { Seed } from '../seed/index.js';
 import { SITEMAP_LIMITS, type SitemapEntry } from './sitemap.js';
 import type { OnPage } from './on-page.js';
 
+/** Where a list of sitemaps was found, and what the sitemaps it lists inherit. */
+export interface SitemapSource {
+  /** The robots.txt or index sitemap that lists them (their referrer, and the base of relative locations). */
+  base: string;
+  /** Their nesting: 0 for robots.txt's, the index's + 1 for an index's. */
+  level: number;
+  /** The depth their pages get (see QueuedUrl.depth). */
+  depth: number;
+  /** The host that vouches for them (robots.txt's host, or the index's voucher). */
+  vouchedBy: string | null;
+  /** The hosts they must be on (an index lists only its own host's, or its voucher's); null: any (robots.txt may name a sitemap anywhere). */
+  hosts: string[] | null;
+}
+
+/** What may be spent on sitemaps found (robots.txt, index files): maxSitemaps, across every worker. */
+export interface SitemapBudget {
+  reserveUpTo(n: number): Promise<number>;
+}
+
+/**
+ * The hosts a sitemap may list pages (or child sitemaps) on: its own and
+ * the host that vouched for it (sitemaps.org: a sitemap speaks only for
+ * its own host unless that host's robots.txt names it). A host is the
+ * URL's host with its port (another port is another server); the scheme
+ * is not compared (an http sitemap may list its https pages).
+ */
+export function sitemapHosts(sitemap: Pick<QueuedUrl, 'url' | 'vouchedBy'>): string[] {
+  const own = new URL(sitemap.url).host;
+  return sitemap.vouchedBy !== null && sitemap.vouchedBy !== own ? [own, sitemap.vouchedBy] : [own];
+}
+
 export interface FollowedPage {
   links: number;
   enqueued: number;
@@ -37,9 +68,9 @@ export class LinkFollower {
     private readonly scope: Scope,
     /** What this worker has already offered to Redis (dedupe/local-seen.ts). */
     private readonly localSeen: LocalSeen,
+    private readonly sitemapBudget: SitemapBudget,
     private readonly onPage?: OnPage,
-  ) {
-  }
+  ) {}
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */
   private async hrefs(item: QueuedUrl, res: FetchResult, text: string): Promise<{ hrefs: string[]; base: string; title: string | null; error: string | null }> {
@@ -72,7 +103,7 @@ export class LinkFollower {
     const depth = item.depth + 1;
     const byDomain = new ByDomain();
     let localHits = 0;
-    if (this.seed.maxDepth === null || depth <= this.seed.maxDepth) {
+    if (this.withinDepth(depth)) {
       for (const [n, u] of seen) {
         const d = this.scope.decide(n, u);
         if (!d.ok) continue;
@@ -113,44 +144,65 @@ export class LinkFollower {
     const d = item.sitemapLevel !== null ? this.scope.decideDomain(target) : this.scope.decide(target);
     if (!d.ok) return { target, error: `redirect target ${d.reason}`, tallies: [] };
     const batch = new ByDomain();
-    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0 });
+    // A sitemap's host vouches for where it sends its reader (one voucher is kept: the first).
+    const vouchedBy = item.sitemapLevel !== null ? (item.vouchedBy ?? new URL(item.url).host) : item.vouchedBy;
+    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0, vouchedBy });
     const n = (await this.enqueueGrouped(batch)).enqueued;
     return { target, error: null, tallies: [['enqueued', n]] };
   }
 
   /**
    * Sitemaps to read (listed by robots.txt, the seed, or an index file at
-   * `level` - 1): each inside a crawl domain (include/exclude are for pages),
-   * queued like any URL (so a sitemap listed twice, or an index listing
-   * itself, is read once). Those past the nesting limit are not queued.
+   * `level` - 1): each inside a crawl domain (include/exclude are for pages)
+   * and on a host `from` allows, queued like any URL (so a sitemap listed
+   * twice, or an index listing itself, is read once), under the crawl's
+   * maxSitemaps. None when past the nesting limit, or when their pages
+   * would be past maxDepth.
    */
-  async sitemaps(locs: string[], base: string, level: number, referrer: string | null): Promise<{ enqueued: number; ignored: number }> {
-    if (level > SITEMAP_LIMITS.maxNesting) return { enqueued: 0, ignored: locs.length };
-    const byDomain = new ByDomain();
-    let ignored = 0;
+  async sitemaps(locs: string[], from: SitemapSource): Promise<{ enqueued: number; ignored: number }> {
+    if (from.level > SITEMAP_LIMITS.maxNesting || !this.withinDepth(from.depth)) return { enqueued: 0, ignored: locs.length };
+    const wanted: { domain: string; item: QueuedUrl }[] = [];
+    const base = new URL(from.base);
     for (const loc of locs) {
       const u = normalizeToUrl(loc, base);
-      const d = u ? this.scope.decideDomain(u.href, u) : null;
-      if (u && d?.ok) byDomain.add(d.domain, queuedUrl(u.href, { referrer, sitemapLevel: level }));
-      else ignored++;
+      const d = u && (from.hosts === null || from.hosts.includes(u.host)) ? this.scope.decideDomain(u.href, u) : null;
+      if (u && d?.ok) wanted.push({ domain: d.domain, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
     }
-    return { enqueued: (await this.enqueueGrouped(byDomain)).enqueued, ignored };
+    const granted = await this.sitemapBudget.reserveUpTo(wanted.length);
+    const byDomain = new ByDomain();
+    for (const w of wanted.slice(0, granted)) byDomain.add(w.domain, w.item);
+    return { enqueued: (await this.enqueueGrouped(byDomain)).enqueued, ignored: locs.length - granted };
   }
 
-  /** A sitemap's page URLs: at depth 0, like start URLs, but through scope, include/exclude and dedupe; each keeps its lastmod. */
-  async sitemapPages(sitemap: QueuedUrl, entries: SitemapEntry[]): Promise<{ inScope: number; enqueued: number }> {
+  /**
+   * A sitemap's page URLs, at the sitemap's depth (like start URLs when the
+   * seed lists it), through scope, include/exclude and dedupe, each keeping
+   * its lastmod; only those on a host the sitemap may speak for (sitemapHosts).
+   */
+  async sitemapPages(sitemap: QueuedUrl, entries: SitemapEntry[]): Promise<{ inScope: number; enqueued: number; ignored: number }> {
+    if (!this.withinDepth(sitemap.depth)) return { inScope: 0, enqueued: 0, ignored: entries.length };
     const byDomain = new ByDomain();
     const seen = new Set<string>();
     const base = new URL(sitemap.url);
+    const hosts = sitemapHosts(sitemap);
+    let ignored = 0;
     for (const e of entries) {
       const u = normalizeToUrl(e.loc, base);
       if (!u || seen.has(u.href)) continue;
       seen.add(u.href);
+      if (!hosts.includes(u.host)) {
+        ignored++;
+        continue;
+      }
       const d = this.scope.decide(u.href, u);
-      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { referrer: sitemap.url, lastmod: e.lastmod ?? null }));
+      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { depth: sitemap.depth, referrer: sitemap.url, lastmod: e.lastmod ?? null }));
     }
     const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
-    return { inScope: candidates, enqueued };
+    return { inScope: candidates, enqueued, ignored };
+  }
+
+  private withinDepth(depth: number): boolean {
+    return this.seed.maxDepth === null || depth <= this.seed.maxDepth;
   }
 
   /** Enqueued (links/enqueue.ts): how many were offered and how many were new. */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { LIMITS, type FairQueue, type RedisClient } from '../../queue/index.js';
+import { isWeirError } from '../../errors.js';
 import { FetchError, type Fetcher, type FetchResult, type SendGate } from '../fetch/index.js';
 import type { CrawlKeys } from '../store/index.js';
 import { normalizeUrl } from '../urls/index.js';
@@ -66,6 +67,8 @@ export class RobotsFetcher {
         if (signal.aborted) throw new FetchError('WEIR_NETWORK', 'stopped before robots.txt was sent', 0);
         res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate });
       } catch (err) {
+        // The archive failed: nothing is learnt of the site (the worker stops: worker.ts).
+        if (isWeirError(err, 'WEIR_WARC')) throw err;
         const e = FetchError.from(err, 0);
         // Not sent (too late for its slot, or stopped): nothing was learnt; the caller hands its lease back.
         if (e.code === 'WEIR_LATE' || signal.aborted) throw e;

@@ -136,7 +136,8 @@ export async function fetchRobotsInSlot(d: RobotsSlotDeps, lease: Lease, origin:
     const clock = d.queue.clockOf(lease.shard);
     const nextSend = clock.toRedis(Math.max(hops.lastWrite(), send.plannedAt)) + clock.uncertaintyMs + gapMs + send.marginMs + 1;
     resumeInMs = Math.max(0, Math.ceil(nextSend - clock.toRedis(performance.now())));
-    const listed = d.seed.sitemaps !== false && got.sitemaps.length > 0 ? await d.links.sitemaps(got.sitemaps, robotsUrl, 0, robotsUrl) : { enqueued: 0, ignored: 0 };
+    // Found by crawling: their pages are one step from the site (depth 1), and may be on this host (which vouches for them) or the sitemap's own.
+    const listed = d.seed.sitemaps !== false && got.sitemaps.length > 0 ? await d.links.sitemaps(got.sitemaps, { base: robotsUrl, level: 0, depth: 1, vouchedBy: new URL(origin).host, hosts: null }) : { enqueued: 0, ignored: 0 };
     return release([['robotsFetches', 1], ['enqueued', listed.enqueued], ['sitemapIgnored', listed.ignored]]);
   } catch (err) {
     // Not sent (too late for the slot) or stopped: nothing learnt, the URL goes back.

@@ -21,6 +21,11 @@ export const SEED_DEFAULTS = {
   maxRedirects: 10,
   /** Sitemaps: true reads those robots.txt lists; a list adds these; false reads none. */
   sitemaps: true,
+  /**
+   * Sitemaps queued from robots.txt lines and index files, the crawl's
+   * whole budget for them (each index of 3 levels may list 50,000 more).
+   */
+  maxSitemaps: 1000,
 } as const;
 
 export type SeedRate = number | 'unlimited';
@@ -46,6 +51,8 @@ export interface Seed {
   maxRedirects: number;
   /** true: the `Sitemap:` lines of each in-scope origin's robots.txt; a list: those and these; false: none. */
   sitemaps: boolean | string[];
+  /** Sitemaps found (robots.txt, index files) queued at most, across every worker; the seed's own list is not counted. */
+  maxSitemaps: number;
   /**
    * Shards the arena's queues are split over (src/queue/shards.ts), fixed at
    * the first kickoff; null: 1 on a single Redis, 4 per master on a Cluster
@@ -72,7 +79,7 @@ export class SeedError extends WeirError {
 
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
-  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'shards', 'sendMarginMs',
+  'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -224,6 +231,7 @@ export function validateSeed(data: unknown): Seed {
     maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
     sitemaps: sitemapsOf(data.sitemaps, matcher),
+    maxSitemaps: optional(data.maxSitemaps, d.maxSitemaps, (v) => int('maxSitemaps', v, 0, 10_000_000)),
     shards,
     sendMarginMs: nullable(data.sendMarginMs, (v) => int('sendMarginMs', v, 0, LIMITS.maxAheadMs)),
   };

@@ -4,3 +4,4 @@ export * from './item.js';
 export * from './keys.js';
 export * from './owned-lock.js';
 export * from './pause-notes.js';
+export * from './faults.js';

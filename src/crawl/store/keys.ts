@@ -30,6 +30,10 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     workers: k('workers'),
     /** Why a domain was last paused by the crawler: field domain, JSON {why, until}. */
     pauses: k('pauses'),
+    /** Why workers stopped on a fault of their own (store/faults.ts): the latest few, newest first. */
+    faults: k('faults'),
+    /** Sitemaps queued from robots.txt and index files, against the seed's maxSitemaps (links/follow.ts). */
+    sitemapBudget: k('sitemapbudget'),
     /** Each worker's local seen filter's false-positive rate, as it last flushed (field: worker id). */
     localFp: k('localfp'),
   };
