@@ -1,7 +1,7 @@
 import { isWeirError } from '../errors.js';
 import type { Lease } from '../queue/index.js';
 import type { CrawlMetrics } from './counters/index.js';
-import { decodeBody, type Fetcher, isHtml, type FetchOptions, type FetchResult } from './fetch/index.js';
+import { type Fetcher, isHtml, type FetchOptions, type FetchResult, pageText } from './fetch/index.js';
 import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, type Outcome, type SendPacer } from './lease/index.js';
 import { type LinkFollower, SITEMAP_LIMITS, SitemapReader, sitemapHosts } from './links/index.js';
 import type { PageRecord } from './output/index.js';
@@ -122,9 +122,9 @@ export class UrlFetch {
     const tallies: Outcome['tallies'] = [['pages', 1], [`${Math.floor(res.status / 100)}xx` as '2xx', 1]];
     let record = { ...rec, error: res.truncated ? `body over ${this.d.maxBodyBytes} bytes: truncated` : null } as Parameters<typeof commit>[0];
     if (res.status >= 200 && res.status < 300 && res.body) {
-      const text = decodeBody(res.body, res.contentType);
-      if (res.contentType !== null || looksLikeHtml(text)) {
-        const f = await this.d.links.follow(item, res, text);
+      const page = pageText(res.body, res.contentType);
+      if (res.contentType !== null || looksLikeHtml(page.markup)) {
+        const f = await this.d.links.follow(item, res, page);
         record = { ...record, links: f.links, enqueued: f.enqueued, title: f.title, ...(f.error ? { error: f.error } : {}) };
         tallies.push(...f.tallies);
       }

@@ -33,6 +33,9 @@ export const PARSE_SLICE = 64 * 1024;
  * comments. Links are collected first and resolved by the caller against
  * <base href>, which may come after them.
  */
+/** A range of the markup as text. */
+export type TextOf = (start: number, end: number) => string;
+
 export function extractLinks(html: string, productToken = 'weir'): PageLinks {
   const run = new TokenRun(html, productToken, Infinity);
   run.step();
@@ -44,8 +47,8 @@ export function extractLinks(html: string, productToken = 'weir'): PageLinks {
  * megabyte page does not stall a worker's other fetches (nor delay the send
  * time of their slots) for the whole parse.
  */
-export async function extractLinksAsync(html: string, productToken = 'weir'): Promise<PageLinks> {
-  const run = new TokenRun(html, productToken, PARSE_SLICE);
+export async function extractLinksAsync(html: string, productToken = 'weir', text?: TextOf): Promise<PageLinks> {
+  const run = new TokenRun(html, productToken, PARSE_SLICE, text);
   while (!run.step()) await new Promise((r) => setImmediate(r));
   return run.finish();
 }
@@ -96,6 +99,8 @@ class TokenRun implements TokenizerCallbacks {
     private readonly html: string,
     productToken: string,
     private readonly slice: number,
+    /** `html`[start, end) as text, when `html` is not the text itself (fetch/fetcher.ts pageText: a UTF-8 page's bytes). */
+    private readonly text: TextOf = (start, end) => html.slice(start, end),
   ) {
     this.token = productToken.toLowerCase();
     this.nextPause = slice;
@@ -154,7 +159,7 @@ class TokenRun implements TokenizerCallbacks {
   }
 
   onattribdata(start: number, end: number): void {
-    if (this.reading) this.attrValue += this.html.slice(start, end);
+    if (this.reading) this.attrValue += this.text(start, end);
   }
 
   onattribentity(codepoint: number): void {
@@ -176,7 +181,7 @@ class TokenRun implements TokenizerCallbacks {
   }
 
   ontext(start: number, end: number): void {
-    if (this.inTitle) this.titleText += this.html.slice(start, end);
+    if (this.inTitle) this.titleText += this.text(start, end);
     this.progress(end);
   }
 

@@ -1,6 +1,6 @@
 import type { FairQueue } from '../../queue/index.js';
 import { bloomParams, type BloomParams, type LocalSeen } from '../dedupe/index.js';
-import type { FetchResult } from '../fetch/index.js';
+import type { FetchResult, PageText } from '../fetch/index.js';
 import { queuedUrl, type QueuedUrl } from '../store/index.js';
 import { ByDomain, enqueueUrls } from './enqueue.js';
 import { extractLinksAsync, headerNofollow } from './extract.js';
@@ -73,15 +73,16 @@ export class LinkFollower {
   ) {}
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */
-  private async hrefs(item: QueuedUrl, res: FetchResult, text: string): Promise<{ hrefs: string[]; base: string; title: string | null; error: string | null }> {
-    const page = await extractLinksAsync(text, this.seed.productToken);
+  private async hrefs(item: QueuedUrl, res: FetchResult, text: PageText): Promise<{ hrefs: string[]; base: string; title: string | null; error: string | null }> {
+    const page = await extractLinksAsync(text.markup, this.seed.productToken, text.text);
     const nofollow = this.seed.respectNofollow && (page.metaNofollow || headerNofollow(res.headers['x-robots-tag'], this.seed.productToken));
     const hrefs = nofollow ? [] : this.seed.respectNofollow ? page.hrefs : [...page.hrefs, ...page.nofollowHrefs];
     const base = page.base === null ? item.url : (normalizeUrl(page.base, item.url) ?? item.url);
     let error: string | null = null;
     if (this.onPage) {
       try {
-        const extra = await this.onPage({ url: item.url, status: res.status, headers: res.headers, body: text, $: async () => (await import('cheerio')).load(text) });
+        const body = text.whole();
+        const extra = await this.onPage({ url: item.url, status: res.status, headers: res.headers, body, $: async () => (await import('cheerio')).load(body) });
         if (Array.isArray(extra)) hrefs.push(...extra.filter((u): u is string => typeof u === 'string'));
       } catch (err) {
         error = `onPage hook failed: ${(err as Error).message}`;
@@ -90,12 +91,16 @@ export class LinkFollower {
     return { hrefs, base, title: page.title, error };
   }
 
-  async follow(item: QueuedUrl, res: FetchResult, text: string): Promise<FollowedPage> {
+  async follow(item: QueuedUrl, res: FetchResult, text: PageText): Promise<FollowedPage> {
     const { hrefs, base, title, error } = await this.hrefs(item, res, text);
     const seen = new Map<string, URL>();
     const baseUrl = new URL(base);
     let malformed = 0;
+    // A page repeats many of its hrefs (navigation, the index on every page): each written form is normalised once.
+    const written = new Set<string>();
     for (const href of hrefs) {
+      if (written.has(href)) continue;
+      written.add(href);
       const u = normalizeToUrl(href, baseUrl);
       if (!u) malformed++;
       else if (!seen.has(u.href)) seen.set(u.href, u);

@@ -55,13 +55,13 @@ const INTEGRATION = new Set(['mi', 'mo', 'mn', 'ms', 'mtext', 'annotation-xml', 
 type Context = 'html' | 'svg' | 'math';
 
 export class OpenElements {
-  /** Innermost first; `ctx` when the element pushed a context. */
+  /** Outermost first, innermost last (push and pop at the end: a deep page costs no shifting); `ctx` when the element pushed a context. */
   private readonly stack: { name: string; ctx: boolean }[] = [];
   private readonly contexts: Context[] = [];
-
-  private get context(): Context {
-    return this.contexts[0] ?? 'html';
-  }
+  /** Forms open (a <form> inside one is ignored). */
+  private forms = 0;
+  /** The innermost context, kept as it changes: the tokenizer asks for it at every tag. */
+  private context: Context = 'html';
 
   /** Inside SVG or MathML (not in an HTML integration point within them). */
   inForeign(): boolean {
@@ -73,39 +73,52 @@ export class OpenElements {
     return name === 'image' && !this.inForeign() ? 'img' : name;
   }
 
+  private get innermost(): string | undefined {
+    return this.stack[this.stack.length - 1]?.name;
+  }
+
   /** An opening tag; returns its name as read and the names it closed implicitly, innermost first; null when ignored (a <form> in a form). */
   open(raw: string): { name: string; closed: string[] } | null {
     const name = this.read(raw);
-    if (name === 'form' && this.stack.some((e) => e.name === 'form')) return null;
+    if (name === 'form' && this.forms > 0) return null;
     const closed: string[] = [];
     const implies = IMPLIES_CLOSE.get(name);
-    while (implies && this.stack.length > 0 && implies.has((this.stack[0] as { name: string }).name)) closed.push(this.pop());
+    while (implies && this.stack.length > 0 && implies.has(this.innermost as string)) closed.push(this.pop());
     if (!VOID.has(name)) {
       const ctx: Context | null = name === 'svg' ? 'svg' : name === 'math' ? 'math' : INTEGRATION.has(name) || (name === 'foreignobject' && this.context === 'svg') ? 'html' : null;
-      if (ctx) this.contexts.unshift(ctx);
-      this.stack.unshift({ name, ctx: ctx !== null });
+      if (ctx) {
+        this.contexts.push(ctx);
+        this.context = ctx;
+      }
+      this.stack.push({ name, ctx: ctx !== null });
+      if (name === 'form') this.forms++;
     }
     return { name, closed };
   }
 
   /** A self-closing tag just opened: inside SVG/MathML it ends at once; returns what closed. */
   selfClosed(name: string): string[] {
-    return this.inForeign() && this.stack[0]?.name === name ? [this.pop()] : [];
+    return this.inForeign() && this.innermost === name ? [this.pop()] : [];
   }
 
   /** A closing tag; returns the names it closed, innermost first (none if no such element is open). */
   close(raw: string): string[] {
     const name = this.read(raw);
     if (VOID.has(name)) return [];
-    const at = this.stack.findIndex((e) => e.name === name);
+    let at = this.stack.length - 1;
+    while (at >= 0 && (this.stack[at] as { name: string }).name !== name) at--;
     const closed: string[] = [];
-    for (let i = 0; i <= at; i++) closed.push(this.pop());
+    while (at >= 0 && this.stack.length > at) closed.push(this.pop());
     return closed;
   }
 
   private pop(): string {
-    const e = this.stack.shift() as { name: string; ctx: boolean };
-    if (e.ctx) this.contexts.shift();
+    const e = this.stack.pop() as { name: string; ctx: boolean };
+    if (e.ctx) {
+      this.contexts.pop();
+      this.context = this.contexts[this.contexts.length - 1] ?? 'html';
+    }
+    if (e.name === 'form') this.forms--;
     return e.name;
   }
 }
