@@ -20,7 +20,8 @@ options:
   --redis URL        Redis to use (else REDIS_URL, else 127.0.0.1:6379 if a Redis answers,
                      else a private redis-server under ./.weir/redis/)
   --concurrency N    fetches in flight in one worker (default ${WORKER_DEFAULTS.concurrency})
-  --workers N        worker processes for crawl (default: CPU cores)
+  --workers N        worker processes for crawl (default: CPU cores, but no more than the
+                     seed's domains × maxInFlightPerDomain fill at --concurrency each)
   --out FILE         one JSON line per URL (crawl truncates it, worker appends)
   --warc DIR         keep every request and response in WARC/1.1 files in DIR, one set per worker
                      process (<arena>-<UTC time>-<pid>-<seq>.warc.gz)

@@ -1,4 +1,4 @@
-import { CrawlMetrics } from '../crawl/counters/index.js';
+import { loadMetrics } from '../crawl/counters/index.js';
 import { JsonlWriter } from '../crawl/output/index.js';
 import { storedSeed } from '../crawl/run.js';
 import { CrawlWorker } from '../crawl/worker.js';
@@ -46,7 +46,7 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
   const seed = await storedSeed(redis, local, { log, signal: sig.signal });
   const out = flags.out ? new JsonlWriter(flags.out) : undefined;
   const statsQueue = new FairQueue(redis);
-  const metrics = flags.metricsPort !== undefined ? new CrawlMetrics(statsQueue, local.arena) : undefined;
+  const metrics = flags.metricsPort !== undefined ? new (await loadMetrics()).CrawlMetrics(statsQueue, local.arena) : undefined;
   let stopProgress: (() => void) | undefined;
   try {
     if (!seed) return sig.exitCode() ?? EXIT.ok;

@@ -12,7 +12,6 @@ import { kickoff, readStoredSeed, type KickoffResult } from './kickoff.js';
 import { JsonlWriter } from './output/index.js';
 import { storableSeed, type Seed } from './seed/index.js';
 import { crawlStats, type CrawlStats } from './counters/index.js';
-import { CrawlWorker } from './worker.js';
 import type { WorkerOptions, WorkerSummary } from './worker-options.js';
 
 /** How often a worker started before kickoff looks for the stored seed. */
@@ -51,6 +50,8 @@ export async function storedSeed(redis: RedisClient, local: Seed, options: { log
 export async function runWorker(redis: RedisClient, local: Seed, options: WorkerOptions = {}): Promise<WorkerSummary> {
   const seed = await storedSeed(redis, local, { log: options.logger, signal: options.signal });
   if (!seed) return { pages: 0, errors: 0, robotsBlocked: 0, redirects: 0, enqueued: 0, malformedUrls: 0, released: 0, dequeues: 0, emptyDequeues: 0, wakeups: 0, exitReason: 'stopped' };
+  // (Loaded here: `weir crawl`'s own process starts the crawl and never loads the fetching side.)
+  const { CrawlWorker } = await import('./worker.js');
   return new CrawlWorker(redis, seed, options).run();
 }
 

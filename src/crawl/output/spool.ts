@@ -1,7 +1,7 @@
 import { createReadStream, createWriteStream, openSync, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BaseSerializerBuffer } from 'warcio';
+import type { BaseSerializerBuffer } from 'warcio';
 
 /**
  * A private directory for the bodies being archived: created 0700 (mkdtemp)
@@ -40,7 +40,7 @@ export class SpoolDir {
  * (a full disk) is kept and thrown when the body is read back, never left as
  * an unhandled 'error'. `dispose` removes the file, whatever happened.
  */
-export class SpoolBuffer extends BaseSerializerBuffer {
+export class SpoolBuffer implements BaseSerializerBuffer {
   private readonly buffers: Uint8Array[] = [];
   private size = 0;
   private file: WriteStream | null = null;
@@ -50,9 +50,7 @@ export class SpoolBuffer extends BaseSerializerBuffer {
   constructor(
     private readonly memBytes: number,
     private readonly path: string,
-  ) {
-    super();
-  }
+  ) {}
 
   write(chunk: Uint8Array): void {
     if (this.size + chunk.length <= this.memBytes) this.buffers.push(chunk);

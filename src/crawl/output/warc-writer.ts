@@ -4,7 +4,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { WARCRecord, WARCSerializer } from 'warcio';
+import type * as Warcio from 'warcio';
+import type { WARCRecord } from 'warcio';
 import { isWeirError, WeirError } from '../../errors.js';
 import { SpoolBuffer, SpoolDir } from './spool.js';
 
@@ -64,9 +65,13 @@ export interface WarcWriterOptions {
 
 const DIGEST = { algo: 'sha-1', prefix: 'sha1:', base32: true } as const;
 
+/** warcio, loaded on the first record (a worker without --warc, and every other command, never loads it). */
+let warcioModule: Promise<typeof Warcio> | undefined;
+const warcio = (): Promise<typeof Warcio> => (warcioModule ??= import('warcio'));
+
 /** A record serialized (digests, length) and compressed as one gzip member, as it streams; the body's copy in `spool` (else memory). */
-function member(record: WARCRecord, spool?: SpoolBuffer): AsyncIterator<Buffer> {
-  const serialized = new WARCSerializer(record, { gzip: false, digest: DIGEST }, spool);
+function member(w: typeof Warcio, record: WARCRecord, spool?: SpoolBuffer): AsyncIterator<Buffer> {
+  const serialized = new w.WARCSerializer(record, { gzip: false, digest: DIGEST }, spool);
   const gzip = createGzip({ level: WARC_DEFAULTS.gzipLevel });
   const source = Readable.from(serialized);
   // A failed read (a spool on a full disk) fails the member, not the process.
@@ -74,9 +79,9 @@ function member(record: WARCRecord, spool?: SpoolBuffer): AsyncIterator<Buffer> 
   return (source.pipe(gzip) as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
 }
 
-async function wholeMember(record: WARCRecord): Promise<Buffer> {
+async function wholeMember(w: typeof Warcio, record: WARCRecord): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  const it = member(record);
+  const it = member(w, record);
   for (let c = await it.next(); !c.done; c = await it.next()) chunks.push(c.value);
   return Buffer.concat(chunks);
 }
@@ -155,7 +160,8 @@ export class WarcWriter {
     const responseId = `<urn:uuid:${randomUUID()}>`;
     const common = { 'WARC-Date': sent.at.toISOString(), ...(sent.ip ? { 'WARC-IP-Address': sent.ip } : {}) };
     const head = parseRequestHead(sent.head);
-    const request = WARCRecord.create(
+    const w = await warcio();
+    const request = w.WARCRecord.create(
       {
         url: sent.url,
         type: 'request',
@@ -166,9 +172,9 @@ export class WarcWriter {
       },
       [],
     );
-    const requestBytes = await wholeMember(request);
+    const requestBytes = await wholeMember(w, request);
     if (!response) return this.exclusive(() => this.appendRecord(async (put) => put(requestBytes)));
-    const record = WARCRecord.create(
+    const record = w.WARCRecord.create(
       {
         url: sent.url,
         type: 'response',
@@ -179,7 +185,7 @@ export class WarcWriter {
       },
       markTruncation(response, (reason) => record.warcHeaders.headers.set('WARC-Truncated', reason)),
     );
-    const chunks = member(record, spool);
+    const chunks = member(w, record, spool);
     // The first chunk comes once the whole body has been read and digested.
     const first = await chunks.next();
     const at = await this.exclusive(() =>
@@ -283,7 +289,8 @@ export class WarcWriter {
 
   private async warcinfo(filename: string): Promise<Uint8Array> {
     const { arena, userAgent, software } = this.options;
-    const info = WARCRecord.createWARCInfo(
+    const w = await warcio();
+    const info = w.WARCRecord.createWARCInfo(
       { filename, warcVersion: 'WARC/1.1' },
       {
         software: software ?? 'weir',
@@ -295,7 +302,7 @@ export class WarcWriter {
         hostname: hostname(),
       },
     );
-    return wholeMember(info);
+    return wholeMember(w, info);
   }
 }
 
