@@ -94,8 +94,8 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
-    // Plain ES modules preloaded into test processes (node --import).
-    files: ['test/**/*.mjs'],
+    // Plain ES modules: preloaded into test processes (node --import), or run by a benchmark without a TypeScript loader.
+    files: ['test/**/*.mjs', 'bench/**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,

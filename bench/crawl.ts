@@ -29,6 +29,7 @@ import { findCorpus, serveCorpus, type CorpusServers } from './corpus.js';
 import { paceBenchmarks } from './pace.js';
 import { strictBenchmarks } from './strict.js';
 import { clusterCrawlBenchmarks } from './cluster-cost.js';
+import { cpuBenchmarks } from './cpu.js';
 import { redisCapacityBenchmarks } from './redis-capacity.js';
 import { redisCostBenchmarks } from './redis-cost.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
@@ -49,7 +50,7 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), cpu (bench/cpu.ts: CPU per page beside wget and Crawlee), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
 /** The parts that run alone: each in a temporary directory, then the table, then exit. */
 const ALONE: Record<string, (dir: string) => Promise<void>> = {
@@ -58,6 +59,11 @@ const ALONE: Record<string, (dir: string) => Promise<void>> = {
   capacity: () => redisCapacityBenchmarks(out),
   pace: (dir) => paceBenchmarks(out, dir),
   strict: (dir) => strictBenchmarks(out, dir),
+  cpu: async (dir) => {
+    const corpus = findCorpus();
+    if (!corpus) throw new Error('BENCH_PART=cpu needs the python3-doc corpus: apt-get install python3-doc');
+    await cpuBenchmarks(out, dir, corpus);
+  },
 };
 const alone = Object.hasOwn(ALONE, PART) ? ALONE[PART] : undefined;
 if (alone) {
@@ -251,7 +257,7 @@ out('wget -r: pages/s', wgetRate.toFixed(1), `${span(servers.log).toFixed(2)} s`
 
 // Crawlee.
 servers.reset();
-const crawlee = await runProcess(process.execPath, ['--import', 'tsx', 'bench/crawlee-run.ts', ...servers.origins.map((o) => `${o}/index.html`)], {
+const crawlee = await runProcess(process.execPath, ['bench/crawlee-run.mjs', ...servers.origins.map((o) => `${o}/index.html`)], {
   BENCH_CONCURRENCY: String(CONCURRENCY),
   CRAWLEE_STORAGE_DIR: join(tmp, 'crawlee'),
 });

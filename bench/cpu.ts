@@ -1,0 +1,94 @@
+/**
+ * BENCH_PART=cpu npm run bench:crawl — what a page costs the crawler's own
+ * CPU, side by side in one run on one origin of the corpus (python3-doc,
+ * `unlimited`): weir (`weir crawl`: the command, kickoff and its worker
+ * processes), wget -r, Crawlee's CheerioCrawler. CPU is user + system of
+ * the command and every child it waited for, measured from outside (bash's
+ * `times`), not the corpus server's and not Redis's. weir runs as users run
+ * it: `dist/cli.js`, built here first (`npm run build`), so each process
+ * loads only what its command needs. Each crawler runs BENCH_CPU_RUNS times
+ * (default 3), alternating; the median is shown.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startRedis } from '../test/helpers/redis.js';
+import { serveCorpus } from './corpus.js';
+
+type Out = (name: string, value: string, note?: string) => void;
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const RUNS = Number(process.env.BENCH_CPU_RUNS ?? 3);
+
+export interface CpuRun {
+  cpuMs: number;
+  pages: number;
+  wallMs: number;
+}
+
+/** Runs `cmd args` under bash and reads its children's user + system time from `times`. */
+export function timed(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; cpuMs: number; wallMs: number; stderr: string }> {
+  const quoted = [cmd, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const p = spawn('bash', ['-c', `${quoted} >/dev/null 2>"$WEIR_BENCH_ERR"; code=$?; times; exit $code`], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let stdout = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.on('exit', (code) => {
+      // `times`: the shell's own user and system time, then its children's ("0m1.234s 0m0.056s").
+      const children = stdout.trim().split('\n').at(-1) ?? '';
+      const secs = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
+      resolve({ code: code ?? 1, cpuMs: secs.reduce((a, b) => a + b, 0) * 1000, wallMs: performance.now() - t0, stderr: '' });
+    });
+  });
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+export async function cpuBenchmarks(out: Out, dir: string, root: string): Promise<void> {
+  const site = await serveCorpus(root, 1);
+  const redisServer = await startRedis();
+  const origin = site.origins[0] as string;
+  const seedPath = join(dir, 'cpu.yaml');
+  await writeFile(seedPath, ['arena: cpu', 'rateLimits:', `  "${site.keys[0]}": unlimited`, 'start:', `  - ${origin}/index.html`, 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 8', ''].join('\n'));
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  const cli = join(ROOT, 'dist/cli.js');
+  const pages = (): number => site.log.filter((r) => r.status === 200 && r.path.endsWith('.html')).length;
+  const err = join(dir, 'stderr.log');
+  const weir = async (flags: string[]): Promise<CpuRun> => {
+    await redisServer.client().flushall();
+    site.reset();
+    const r = await timed(process.execPath, [cli, 'crawl', seedPath, ...flags, '--redis', redisServer.url], { WEIR_LOG_LEVEL: 'warn', WEIR_BENCH_ERR: err });
+    if (r.code !== 0) throw new Error(`weir crawl exited ${r.code}`);
+    return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+  };
+  const crawlers: Record<string, () => Promise<CpuRun>> = {
+    // As a user runs it: `weir crawl SEED` (one origin, 8 in flight: one worker process of 16 lanes).
+    weir: () => weir([]),
+    // Two worker processes forced, 8 lanes each (the issue's first figure).
+    'weir --workers 2': () => weir(['--workers', '2', '--concurrency', '8']),
+    wget: async () => {
+      site.reset();
+      const target = join(dir, 'wget');
+      await rm(target, { recursive: true, force: true });
+      const r = await timed('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', target, `${origin}/index.html`], { WEIR_BENCH_ERR: err });
+      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+    },
+    crawlee: async () => {
+      site.reset();
+      const r = await timed(process.execPath, [join(ROOT, 'bench/crawlee-run.mjs'), `${origin}/index.html`], { BENCH_CONCURRENCY: '8', CRAWLEE_STORAGE_DIR: join(dir, 'crawlee'), WEIR_BENCH_ERR: err });
+      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+    },
+  };
+  const results: Record<string, CpuRun[]> = Object.fromEntries(Object.keys(crawlers).map((k) => [k, []]));
+  for (let i = 0; i < RUNS; i++) for (const [name, run] of Object.entries(crawlers)) results[name]?.push(await run());
+  const perPage = (name: string): number => median((results[name] ?? []).map((r) => r.cpuMs / r.pages));
+  for (const name of Object.keys(crawlers)) {
+    const rs = results[name] ?? [];
+    out(`cpu: ${name}: CPU per page (ms)`, perPage(name).toFixed(2), `median of ${rs.length}: ${rs.map((r) => (r.cpuMs / r.pages).toFixed(2)).join(', ')}; ${rs[0]?.pages} pages; ${median(rs.map((r) => r.pages / (r.wallMs / 1000))).toFixed(1)} pages/s (wall)`);
+  }
+  out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
+  out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
+  await redisServer.destroy();
+  await site.close();
+}
