@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { createGzip } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import type * as Warcio from 'warcio';
 import type { WARCRecord } from 'warcio';
 import { isWeirError, WeirError } from '../../errors.js';
@@ -32,6 +32,8 @@ export const WARC_DEFAULTS = {
    * less than level 6 for somewhat larger files (the timings: docs/benchmarks.md, "Figures behind choices in the code").
    */
   gzipLevel: 1,
+  /** A record up to this size is compressed in one call (about 1 ms of the event loop at level 1); a larger one as it streams. */
+  syncGzipBytes: 256 * 1024,
 } as const;
 
 /** Why a body was cut (WARC/1.1 §5.13): at the size limit, at the deadline, or the connection went. */
@@ -65,24 +67,86 @@ export interface WarcWriterOptions {
 
 const DIGEST = { algo: 'sha-1', prefix: 'sha1:', base32: true } as const;
 
-/** warcio, loaded on the first record (a worker without --warc, and every other command, never loads it). */
-let warcioModule: Promise<typeof Warcio> | undefined;
-const warcio = (): Promise<typeof Warcio> => (warcioModule ??= import('warcio'));
-
-/** A record serialized (digests, length) and compressed as one gzip member, as it streams; the body's copy in `spool` (else memory). */
-function member(w: typeof Warcio, record: WARCRecord, spool?: SpoolBuffer): AsyncIterator<Buffer> {
-  const serialized = new w.WARCSerializer(record, { gzip: false, digest: DIGEST }, spool);
-  const gzip = createGzip({ level: WARC_DEFAULTS.gzipLevel });
-  const source = Readable.from(serialized);
-  // A failed read (a spool on a full disk) fails the member, not the process.
-  source.on('error', (err) => gzip.destroy(err));
-  return (source.pipe(gzip) as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+/** What weir takes from warcio: records, and a serializer whose digests are Node's own. */
+interface WarcioParts {
+  WARCRecord: typeof Warcio.WARCRecord;
+  WARCSerializer: typeof Warcio.WARCSerializer;
 }
 
-async function wholeMember(w: typeof Warcio, record: WARCRecord): Promise<Buffer> {
+/**
+ * warcio, loaded on the first record (a worker without --warc, and every
+ * other command, never loads it). Its serializer hashes with hash-wasm,
+ * which instantiates a WebAssembly module for every hasher (four an
+ * exchange): with OpenSSL's SHA-1 from node:crypto instead, an archived
+ * page of python3-doc costs about 3 ms less CPU (one worker, 528 pages:
+ * 10.5 -> 9.0 s). The digests are the same bytes.
+ */
+let warcioModule: Promise<WarcioParts> | undefined;
+const warcio = (): Promise<WarcioParts> =>
+  (warcioModule ??= import('warcio').then((w) => {
+    class NodeDigestSerializer extends w.WARCSerializer {
+      override newHasher(): ReturnType<Warcio.WARCSerializer['newHasher']> {
+        return Promise.resolve(nodeHasher(this.digestAlgo === 'sha-256' ? 'sha256' : 'sha1') as unknown as Awaited<ReturnType<Warcio.WARCSerializer['newHasher']>>);
+      }
+    }
+    return { WARCRecord: w.WARCRecord, WARCSerializer: NodeDigestSerializer };
+  }));
+
+/** The part of a hash-wasm hasher warcio uses (update, and digest as bytes or hex), on node:crypto. */
+function nodeHasher(algorithm: 'sha1' | 'sha256'): { update(data: Uint8Array | string): unknown; digest(format?: 'binary' | 'hex'): Uint8Array | string } {
+  const hash = createHash(algorithm);
+  const hasher = {
+    update(data: Uint8Array | string) {
+      hash.update(data);
+      return hasher;
+    },
+    digest(format?: 'binary' | 'hex') {
+      const d = hash.digest();
+      return format === 'binary' ? new Uint8Array(d.buffer, d.byteOffset, d.length) : d.toString('hex');
+    },
+  };
+  return hasher;
+}
+
+/**
+ * A record serialized (digests, length) and compressed as one gzip member;
+ * the body's copy in `spool` (else memory). A record up to
+ * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call,
+ * a larger one as it streams (never held whole, nor compressed in one long
+ * block of the event loop).
+ */
+async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer): AsyncGenerator<Buffer> {
+  const serialized = new w.WARCSerializer(record, { gzip: false, digest: DIGEST }, spool)[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
+  const held: Uint8Array[] = [];
+  let size = 0;
+  for (let c = await serialized.next(); !c.done; c = await serialized.next()) {
+    held.push(c.value);
+    size += c.value.length;
+    if (size > WARC_DEFAULTS.syncGzipBytes) {
+      yield* streamed(held, serialized);
+      return;
+    }
+  }
+  yield gzipSync(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
+}
+
+/** The chunks held so far and the rest of the record, through a gzip stream. */
+async function* streamed(held: Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Buffer> {
+  const gzip = createGzip({ level: WARC_DEFAULTS.gzipLevel });
+  const source = Readable.from(
+    (async function* () {
+      yield* held;
+      for (let c = await rest.next(); !c.done; c = await rest.next()) yield c.value;
+    })(),
+  );
+  // A failed read (a spool on a full disk) fails the member, not the process.
+  source.on('error', (err) => gzip.destroy(err));
+  yield* source.pipe(gzip) as AsyncIterable<Buffer>;
+}
+
+async function wholeMember(w: WarcioParts, record: WARCRecord): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  const it = member(w, record);
-  for (let c = await it.next(); !c.done; c = await it.next()) chunks.push(c.value);
+  for await (const c of member(w, record)) chunks.push(c);
   return Buffer.concat(chunks);
 }
 
@@ -186,16 +250,21 @@ export class WarcWriter {
       markTruncation(response, (reason) => record.warcHeaders.headers.set('WARC-Truncated', reason)),
     );
     const chunks = member(w, record, spool);
-    // The first chunk comes once the whole body has been read and digested.
-    const first = await chunks.next();
-    const at = await this.exclusive(() =>
-      this.appendRecord(async (put) => {
-        await put(requestBytes);
-        if (!first.done) await put(first.value);
-        for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
-      }),
-    );
-    return { file: at.file, offset: at.offset + requestBytes.length };
+    try {
+      // The first chunk comes once the whole body has been read and digested.
+      const first = await chunks.next();
+      const at = await this.exclusive(() =>
+        this.appendRecord(async (put) => {
+          await put(requestBytes);
+          if (!first.done) await put(first.value);
+          for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
+        }),
+      );
+      return { file: at.file, offset: at.offset + requestBytes.length };
+    } finally {
+      // (A record given up half way: its generator's streams are let go now.)
+      await chunks.return(undefined).catch(() => undefined);
+    }
   }
 
   async close(): Promise<void> {
