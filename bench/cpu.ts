@@ -67,6 +67,11 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
     weir: () => weir([]),
     // Two worker processes forced, 8 lanes each (the issue's first figure).
     'weir --workers 2': () => weir(['--workers', '2', '--concurrency', '8']),
+    // Keeping every exchange in WARC files.
+    'weir --warc': async () => {
+      await rm(join(dir, 'warc'), { recursive: true, force: true });
+      return weir(['--warc', join(dir, 'warc')]);
+    },
     wget: async () => {
       site.reset();
       const target = join(dir, 'wget');
@@ -88,6 +93,8 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
     out(`cpu: ${name}: CPU per page (ms)`, perPage(name).toFixed(2), `median of ${rs.length}: ${rs.map((r) => (r.cpuMs / r.pages).toFixed(2)).join(', ')}; ${rs[0]?.pages} pages; ${median(rs.map((r) => r.pages / (r.wallMs / 1000))).toFixed(1)} pages/s (wall)`);
   }
   out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
+  const rate = (name: string): number => median((results[name] ?? []).map((r) => r.pages / (r.wallMs / 1000)));
+  out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
   out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
   await redisServer.destroy();
   await site.close();
