@@ -11,9 +11,9 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { CrawlStats } from '../../src/crawl/counters/index.js';
-import { mountSmallFs, SMALL_FS_SKIP, type SmallFs } from '../helpers/small-fs.js';
+import { SMALL_FS_SKIP, useSmallFs } from '../helpers/small-fs.js';
 import { readWarcFile } from '../helpers/warc-reader.js';
 import { html } from '../helpers/web.js';
 import { readJsonl, useCrawlWorld } from '../helpers/world.js';
@@ -46,13 +46,10 @@ function weir(args: string[]): Promise<{ code: number | null; stdout: string; st
 }
 
 describe('a crawl whose archive disk fills', () => {
-  let fs: SmallFs | null = null;
-  before(async () => {
-    fs = await mountSmallFs(2 * 1024 * 1024);
-  });
-  after(async () => fs?.unmount());
+  const small = useSmallFs(2 * 1024 * 1024);
 
   it('stops the worker with a clear error and exit 1, fetches nothing again, loses nothing; with space the crawl finishes', async (t) => {
+    const fs = small.get();
     if (!fs) return t.skip(SMALL_FS_SKIP);
     const F = world.web.sites.get('F');
     assert.ok(F);

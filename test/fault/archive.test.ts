@@ -8,15 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, statfs, symlink, unlink, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, statfs, symlink, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { isWeirError } from '../../src/errors.js';
 import { Fetcher } from '../../src/crawl/fetch/index.js';
 import { JsonlWriter, WarcWriter, type ReceivedResponse, type SentRequest } from '../../src/crawl/output/index.js';
-import { mountSmallFs, SMALL_FS_SKIP, type SmallFs } from '../helpers/small-fs.js';
+import { SMALL_FS_SKIP, useSmallFs } from '../helpers/small-fs.js';
 import { httpMessage, readWarcFile } from '../helpers/warc-reader.js';
 
 const sent = (url: string): SentRequest => ({ url, head: `GET ${new URL(url).pathname} HTTP/1.1\r\nhost: example.test\r\n\r\n`, ip: '127.0.0.1', at: new Date() });
@@ -47,13 +48,10 @@ async function fillBut(dir: string, room: number, name: string): Promise<string>
 const mode = async (p: string): Promise<number> => (await stat(p)).mode & 0o777;
 
 describe('archives on a full disk', () => {
-  let fs: SmallFs | null = null;
-  before(async () => {
-    fs = await mountSmallFs(2 * 1024 * 1024);
-  });
-  after(async () => fs?.unmount());
+  const small = useSmallFs(2 * 1024 * 1024);
 
   it('a write that fails leaves the file as it was: the next records start where their locations say, and the file reads through', async (t) => {
+    const fs = small.get();
     if (!fs) return t.skip(SMALL_FS_SKIP);
     const dir = join(fs.dir, 'offsets');
     // Room for a few 200 kB records (kept in memory, not spooled), then none.
@@ -95,6 +93,7 @@ describe('archives on a full disk', () => {
   });
 
   it('a body spooled to a full disk fails its exchange (no crash), and no spool file is left', async (t) => {
+    const fs = small.get();
     if (!fs) return t.skip(SMALL_FS_SKIP);
     const dir = join(fs.dir, 'spool');
     const filler = await fillBut(fs.dir, 500_000, 'filler2');
@@ -127,6 +126,28 @@ describe('archives on a full disk', () => {
     const rec = (await readWarcFile(join(dir, at.file))).records.find((r) => r.offset === at.offset);
     assert.ok(rec);
     assert.ok(httpMessage(rec.block).payload.equals(body), 'the spooled body archived whole');
+  });
+
+  it("a spool directory left by a killed worker of this host is removed by the next writer; a live process's is kept", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'weir-spools-'));
+    try {
+      const host = hostname().replace(/[^A-Za-z0-9.]/g, '_').slice(0, 64);
+      const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+      for (const [pid, suffix] of [[gone, 'AbCdE1'], [process.ppid, 'AbCdE2']] as const) {
+        await mkdir(join(dir, `.spool-${host}-${pid}-${suffix}`));
+        await writeFile(join(dir, `.spool-${host}-${pid}-${suffix}`, '1.body'), 'left behind');
+      }
+      await mkdir(join(dir, `.spool-other_host-${gone}-AbCdE3`));
+      const writer = new WarcWriter({ dir, arena: 'spools', userAgent: 'weir-test' });
+      await writer.writeExchange(sent('http://example.test/one'), response(Buffer.from('hi')));
+      const left = (await readdir(dir)).filter((f) => f.startsWith('.spool-')).sort();
+      assert.ok(!left.includes(`.spool-${host}-${gone}-AbCdE1`), `the dead worker's spool is gone: ${left.join(' ')}`);
+      assert.ok(left.includes(`.spool-${host}-${process.ppid}-AbCdE2`), "a live process's is kept");
+      assert.ok(left.includes(`.spool-other_host-${gone}-AbCdE3`), "another host's is not this host's to judge");
+      await writer.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('output files: never through a symbolic link, created 0640', async () => {

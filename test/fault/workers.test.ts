@@ -106,7 +106,7 @@ describe('workers killed at random', () => {
     let torn = 0;
     const complete = new Set<string>();
     const sentDigests = new Set(digests.values());
-    for (const f of await readdir(dir)) {
+    for (const f of (await readdir(dir)).filter((n) => n.endsWith('.warc.gz'))) {
       const r = await readWarcFile(join(dir, f));
       if (r.tornAt !== null) torn++;
       // Everything before the tear reads as whole records.

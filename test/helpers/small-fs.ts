@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -35,3 +36,17 @@ export async function mountSmallFs(bytes: number): Promise<SmallFs | null> {
 }
 
 export const SMALL_FS_SKIP = 'mounting a small tmpfs needs root (CAP_SYS_ADMIN)';
+
+/**
+ * Registers a small filesystem for the calling suite: mounted before its
+ * tests, unmounted after. `get()` is null where mounting is not allowed
+ * (the test then skips with SMALL_FS_SKIP).
+ */
+export function useSmallFs(bytes: number): { get(): SmallFs | null } {
+  let fs: SmallFs | null = null;
+  before(async () => {
+    fs = await mountSmallFs(bytes);
+  });
+  after(async () => fs?.unmount());
+  return { get: () => fs };
+}

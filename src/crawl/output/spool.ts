@@ -1,5 +1,6 @@
 import { createReadStream, createWriteStream, openSync, type WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, unlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { BaseSerializerBuffer } from 'warcio';
 
@@ -7,7 +8,9 @@ import type { BaseSerializerBuffer } from 'warcio';
  * A private directory for the bodies being archived: created 0700 (mkdtemp)
  * inside the WARC directory on first use, so a body never lands in the
  * shared OS temp dir where anyone could read it, and removed whole when the
- * writer closes (a killed worker leaves `.spool-*`, safe to delete).
+ * writer closes. Its name says whose it is (`.spool-<host>-<pid>-XXXXXX`):
+ * one left by a killed worker of this host (its pid gone) is removed when
+ * the next one starts spooling there.
  */
 export class SpoolDir {
   private made: Promise<string> | null = null;
@@ -17,7 +20,10 @@ export class SpoolDir {
 
   /** A new file path inside the directory (the directory made first). */
   async nextPath(): Promise<string> {
-    this.made ??= mkdir(this.parent, { recursive: true, mode: 0o750 }).then(() => mkdtemp(join(this.parent, '.spool-')));
+    this.made ??= mkdir(this.parent, { recursive: true, mode: 0o750 }).then(async () => {
+      await removeStaleSpools(this.parent);
+      return mkdtemp(join(this.parent, `.spool-${SPOOL_HOST}-${process.pid}-`));
+    });
     const dir = await this.made.catch((err: unknown) => {
       this.made = null;
       throw err;
@@ -30,6 +36,29 @@ export class SpoolDir {
     this.made = null;
     const dir = await made?.catch(() => null);
     if (dir) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** This host's name as it goes into a spool directory's name (anything but [A-Za-z0-9.] made "_"). */
+const SPOOL_HOST = hostname().replace(/[^A-Za-z0-9.]/g, '_').slice(0, 64) || 'host';
+const SPOOL_NAME = /^\.spool-([A-Za-z0-9._]+)-(\d+)-[A-Za-z0-9]{6}$/;
+
+/** Is a process of this host alive (signal 0: EPERM means it is, someone else's)? */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes spool directories in `dir` left by processes of this host that are gone (best effort). */
+export async function removeStaleSpools(dir: string): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const m = SPOOL_NAME.exec(name);
+    if (!m || m[1] !== SPOOL_HOST || Number(m[2]) === process.pid || alive(Number(m[2]))) continue;
+    await rm(join(dir, name), { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
