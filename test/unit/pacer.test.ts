@@ -161,10 +161,10 @@ describe('send pacer', () => {
     assert.equal((await pacer(early, fakeQueue(early)).pacer.hold(lease(100, 0.01)))?.plannedAt, 100, 'never before its slot');
   });
 
-  it('the margin after a send is 25 ms, or a tenth of a shorter interval, unless the seed sets one', async () => {
+  it('the margin after a send is 25 ms at any rate, unless the seed sets one', async () => {
     assert.equal(marginFor(lease(0, 500)), 25);
-    assert.equal(marginFor(lease(0, 100)), 10);
-    assert.equal(marginFor(lease(0, 10)), 1);
+    assert.equal(marginFor(lease(0, 50)), 25, 'not cut at 20/s: the judge lags 16–18 ms now and then, whatever the rate');
+    assert.equal(marginFor(lease(0, 10)), 25);
     assert.equal(marginFor(lease(0, 50), 40), 40);
     assert.equal(marginFor(lease(0, 500), 0), 0);
     // The seed's margin is the one reported with the write.

@@ -62,7 +62,7 @@ export interface Seed {
   /**
    * Time added to 1/R between two requests' writes to a domain, for the
    * spread in their delivery and the site's clock (lease/pacer.ts marginFor);
-   * null: 25 ms, or a tenth of the interval when that is less.
+   * null: 25 ms.
    */
   sendMarginMs: number | null;
 }
