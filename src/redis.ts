@@ -39,15 +39,9 @@ import type { RedisClient } from './queue/index.js';
  */
 export async function connectRedis(
   url: string,
-  options: {
-    connectTimeoutMs?: number;
+  options: ConnectOptions & {
     waitMs?: number;
-    onReconnect?: (attempt: number, delayMs: number) => void;
     onRetry?: (attempt: number, delayMs: number, error: string) => void;
-    /** Cluster nodes a connection may go to (clusterNodeAllowList); default: WEIR_CLUSTER_NODES, else any. */
-    clusterNodes?: string[] | null;
-    /** Told of a risk worth a log line (a Cluster's password sent without TLS); default: process.emitWarning. */
-    onWarning?: (message: string) => void;
   } = {},
 ): Promise<RedisClient> {
   const started = Date.now();
@@ -66,7 +60,9 @@ export async function connectRedis(
 interface ConnectOptions {
   connectTimeoutMs?: number;
   onReconnect?: (attempt: number, delayMs: number) => void;
+  /** Cluster nodes a connection may go to (clusterNodeAllowList); default: WEIR_CLUSTER_NODES, else any. */
   clusterNodes?: string[] | null;
+  /** Told of a risk worth a log line (a Cluster's password sent without TLS); default: process.emitWarning. */
   onWarning?: (message: string) => void;
 }
 

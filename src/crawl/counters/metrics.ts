@@ -140,20 +140,25 @@ export class CrawlMetrics {
   }
 }
 
-
-/** `read`, at most once per `everyMs`: calls in between (and while it runs) get its last result. */
+/**
+ * `read`, at most once per `everyMs`: a call while it runs joins it (the
+ * two per-domain gauges of one scrape share one read, whatever `everyMs`),
+ * and calls until `everyMs` after it started get its result.
+ */
 function cachedRead<T>(everyMs: number, read: () => Promise<T>): () => Promise<T> {
-  let last: { at: number; value: Promise<T> } | null = null;
+  let last: { at: number; value: Promise<T>; running: boolean } | null = null;
   return () => {
-    if (last && performance.now() - last.at < everyMs) return last.value;
-    const value = read();
-    const entry = { at: performance.now(), value };
+    if (last && (last.running || performance.now() - last.at < everyMs)) return last.value;
+    const entry = { at: performance.now(), value: read(), running: true };
     last = entry;
-    // A failed read is not kept: the next scrape asks again.
-    value.catch(() => {
-      if (last === entry) last = null;
-    });
-    return value;
+    entry.value.then(
+      () => (entry.running = false),
+      // A failed read is not kept: the next scrape asks again.
+      () => {
+        if (last === entry) last = null;
+      },
+    );
+    return entry.value;
   };
 }
 

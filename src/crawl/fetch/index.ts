@@ -4,3 +4,4 @@ export * from './connector.js';
 export * from './errors.js';
 export * from './fetcher.js';
 export * from './netguard.js';
+export * from './page-text.js';

@@ -19,6 +19,9 @@ const DROPPED_SCHEMES = /^\s*(mailto|javascript|tel|data|about|blob|file|ftp|sms
 /** Characters parsed per turn of the event loop by extractLinksAsync. */
 export const PARSE_SLICE = 64 * 1024;
 
+/** A range of the markup as text (fetch/fetcher.ts pageText: a UTF-8 page is tokenized as its bytes). */
+export type TextOf = (start: number, end: number) => string;
+
 /**
  * Collects links with htmlparser2's Tokenizer and the Parser's open-element
  * rules (html-tree.ts), no DOM built, reading attributes only for the few
@@ -33,9 +36,6 @@ export const PARSE_SLICE = 64 * 1024;
  * comments. Links are collected first and resolved by the caller against
  * <base href>, which may come after them.
  */
-/** A range of the markup as text. */
-export type TextOf = (start: number, end: number) => string;
-
 export function extractLinks(html: string, productToken = 'weir'): PageLinks {
   const run = new TokenRun(html, productToken, Infinity);
   run.step();
