@@ -300,10 +300,11 @@ export class FairQueue extends ArenaAdmin {
         const carry = lease.intervalMs === 0 || this.freeing.has(lease) || this.waiting.awaitsNewWork(lease.shard);
         const first = this.waiting.choose(all) ?? (carry ? lease.shard : undefined);
         if (first !== lease.shard) {
-          // (It rides with any other call to its shard in this turn.)
+          // (It rides on the next dequeue call to its shard, this client's
+          // other lanes' or this one's, within commitRideMs; else alone.)
           token = null;
-          this.dequeueOn(lease.arena, lease.shard, all.length, o, lease.token, false).then(
-            (r) => settle?.resolve(r.committed ?? 'stale'),
+          this.riding.add(lease.shard, lease.token).then(
+            (r) => settle?.resolve(r),
             (e: unknown) => settle?.reject(e),
           );
         }
