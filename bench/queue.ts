@@ -255,15 +255,17 @@ async function rateRun(who: Contender, mode: 'deep' | 'refill'): Promise<void> {
     await Promise.all(
       fq.flatMap((w) =>
         Array.from({ length: LOOPS }, async () => {
-          for (;;) {
-            const l: Lease | null = await w.take(arena, { signal: ac.signal, aheadMs });
-            if (!l) return;
+          let l: Lease | null = await w.take(arena, { signal: ac.signal, aheadMs });
+          while (l) {
             // Act at the slot, not before (the lease may come up to aheadMs early).
             if (l.localServedAt > performance.now()) await sleepUntil(l.localServedAt);
             served.get(l.queue)?.push(Math.round(l.servedAt * 1000));
             acted.get(l.queue)?.push(Math.round(w.clock.toRedis(performance.now()) * 1000));
-            await w.commit(l);
-            if (mode === 'refill') await w.enqueue(arena, l.queue, [l.item]);
+            // Done: commit and take the next in one call, as the crawler's lanes do.
+            const { committed, next } = w.commitAndTake(l, { signal: ac.signal, aheadMs });
+            const { queue, item } = l;
+            if (mode === 'refill') void committed.then(() => w.enqueue(arena, queue, [item]));
+            l = await next;
           }
         }),
       ),
