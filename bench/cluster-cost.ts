@@ -26,7 +26,7 @@ import { startSyntheticWeb } from './web.js';
 type Out = (name: string, value: string, note?: string) => void;
 
 /** Redis nodes whose use is measured: one, or each master of a cluster. */
-interface Nodes {
+export interface Nodes {
   label: string;
   url: string;
   ports: number[];
@@ -34,12 +34,12 @@ interface Nodes {
   close: () => Promise<void>;
 }
 
-async function oneNode(): Promise<Nodes> {
+export async function oneNode(): Promise<Nodes> {
   const server = await startRedis();
   return { label: 'one node', url: server.url, ports: [server.port], client: () => server.client(), close: () => server.destroy() };
 }
 
-async function threeMasters(): Promise<Nodes> {
+export async function threeMasters(): Promise<Nodes> {
   const cluster = await startCluster();
   return { label: '3-master cluster', url: `redis://127.0.0.1:${cluster.ports[0]}`, ports: await cluster.masterPorts(), client: () => cluster.client(), close: () => cluster.destroy() };
 }

@@ -1,0 +1,87 @@
+/**
+ * BENCH_PART=polite npm run bench:crawl — what waiting for rate slots costs
+ * the crawler's CPU: the same 100-site synthetic web (bench/web.ts) crawled
+ * by `weir crawl --workers 4` at 2 requests/s per site and with every site
+ * unlimited, alternating, on one redis-server and on a 3-master Cluster.
+ * CPU is user + system of the command and its worker processes, measured
+ * from outside (bench/cpu.ts timed), per page fetched; the workers' own
+ * summaries ('worker finished' log lines) give dequeue calls, empty ones and
+ * leases handed back per page. BENCH_CPU_RUNS runs of each (default 3),
+ * median shown. Target: polite ≤ 1.05× unlimited.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { oneNode, threeMasters, type Nodes } from './cluster-cost.js';
+import { timed } from './cpu.js';
+import { startSyntheticWeb } from './web.js';
+
+type Out = (name: string, value: string, note?: string) => void;
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const RUNS = Number(process.env.BENCH_CPU_RUNS ?? 3);
+const SITES = 100;
+
+interface PoliteRun {
+  cpuMs: number;
+  wallMs: number;
+  pages: number;
+  dequeues: number;
+  empty: number;
+  released: number;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+/** The workers' summed counts, from their 'worker finished' lines (pino JSON). */
+async function summaries(path: string): Promise<{ dequeues: number; empty: number; released: number }> {
+  const sum = { dequeues: 0, empty: 0, released: 0 };
+  for (const line of (await readFile(path, 'utf8')).split('\n')) {
+    if (!line.includes('"worker finished"')) continue;
+    const s = JSON.parse(line) as { dequeues: number; emptyDequeues: number; released: number };
+    sum.dequeues += s.dequeues;
+    sum.empty += s.emptyDequeues;
+    sum.released += s.released;
+  }
+  return sum;
+}
+
+export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  const cli = join(ROOT, 'dist/cli.js');
+  // BENCH_POLITE_NODES=one or cluster: only that one.
+  const only = process.env.BENCH_POLITE_NODES ?? '';
+  for (const make of [oneNode, threeMasters].filter((m) => only === '' || (only === 'one') === (m === oneNode))) {
+    const nodes: Nodes = await make();
+    const web = await startSyntheticWeb(Array.from({ length: SITES }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
+    let n = 0;
+    const crawl = async (rate: string): Promise<PoliteRun> => {
+      // A fresh arena per run: nothing of the last one is found again.
+      const arena = `polite${n++}`;
+      const seedPath = join(dir, `${arena}.yaml`);
+      await writeFile(seedPath, [`arena: ${arena}`, 'rateLimits:', ...web.keys.map((k) => `  "${k}": ${rate}`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }', ''].join('\n'));
+      web.reset();
+      const logPath = join(dir, `${arena}.log`);
+      const r = await timed(process.execPath, [cli, 'crawl', seedPath, '--workers', '4', '--redis', nodes.url], { WEIR_LOG_LEVEL: 'info', WEIR_LOG_FORMAT: 'json', WEIR_BENCH_ERR: logPath });
+      if (r.code !== 0) throw new Error(`weir crawl exited ${r.code} (log: ${logPath})`);
+      const pages = web.log.filter((e) => e.status === 200 && e.path !== '/robots.txt').length;
+      return { cpuMs: r.cpuMs, wallMs: r.wallMs, pages, ...(await summaries(logPath)) };
+    };
+    const runs: Record<'2/s' | 'unlimited', PoliteRun[]> = { '2/s': [], unlimited: [] };
+    try {
+      for (let i = 0; i < RUNS; i++) {
+        runs['2/s'].push(await crawl('2'));
+        runs.unlimited.push(await crawl('unlimited'));
+      }
+    } finally {
+      await web.close();
+      await nodes.close();
+    }
+    const perPage = (rs: PoliteRun[]): number => median(rs.map((r) => r.cpuMs / r.pages));
+    for (const [label, rs] of Object.entries(runs)) {
+      const per = (f: (r: PoliteRun) => number): string => median(rs.map((r) => f(r) / r.pages)).toFixed(2);
+      out(`polite: ${nodes.label}, 100 sites ${label}: CPU per page (ms)`, perPage(rs).toFixed(2), `median of ${rs.length}: ${rs.map((r) => (r.cpuMs / r.pages).toFixed(2)).join(', ')}; ${rs[0]?.pages} pages in ${median(rs.map((r) => r.wallMs / 1000)).toFixed(1)} s; per page ${per((r) => r.dequeues)} dequeue calls, ${per((r) => r.empty)} empty, ${per((r) => r.released)} handed back`);
+    }
+    out(`polite: ${nodes.label}, 2/s / unlimited CPU per page`, (perPage(runs['2/s']) / perPage(runs.unlimited)).toFixed(2), 'target ≤ 1.05');
+  }
+}
