@@ -3,7 +3,8 @@ import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { createGzip, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { createGzip, gzip } from 'node:zlib';
 import type * as Warcio from 'warcio';
 import type { WARCRecord } from 'warcio';
 import { isWeirError, WeirError } from '../../errors.js';
@@ -32,7 +33,7 @@ export const WARC_DEFAULTS = {
    * less than level 6 for somewhat larger files (the timings: docs/benchmarks.md, "Figures behind choices in the code").
    */
   gzipLevel: 1,
-  /** A record up to this size is compressed in one call (about 1 ms of the event loop at level 1); a larger one as it streams. */
+  /** A record up to this size is compressed in one call, on libuv's thread pool (0.4-0.6 ms for an 88 KB page at level 1, a fifth of that left on the event loop); a larger one as it streams. */
   syncGzipBytes: 256 * 1024,
 } as const;
 
@@ -111,8 +112,8 @@ function nodeHasher(algorithm: 'sha1' | 'sha256'): { update(data: Uint8Array | s
 /**
  * A record serialized (digests, length) and compressed as one gzip member;
  * the body's copy in `spool` (else memory). A record up to
- * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call,
- * a larger one as it streams (never held whole, nor compressed in one long
+ * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call
+ * off this thread, a larger one as it streams (never held whole, nor compressed in one long
  * block of the event loop).
  */
 async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer): AsyncGenerator<Buffer> {
@@ -127,8 +128,11 @@ async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer):
       return;
     }
   }
-  yield gzipSync(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
+  // On libuv's thread pool, not this thread: the next pages parse meanwhile.
+  yield await gzipOffThread(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
 }
+
+const gzipOffThread = promisify(gzip);
 
 /** The chunks held so far and the rest of the record, through a gzip stream. */
 async function* streamed(held: Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Buffer> {
@@ -255,8 +259,8 @@ export class WarcWriter {
       const first = await chunks.next();
       const at = await this.exclusive(() =>
         this.appendRecord(async (put) => {
-          await put(requestBytes);
-          if (!first.done) await put(first.value);
+          // (One write for both records of a page, whose response is one chunk.)
+          await put(...(first.done ? [requestBytes] : [requestBytes, first.value]));
           for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
         }),
       );
@@ -290,13 +294,13 @@ export class WarcWriter {
    * starts where the output says and the file still reads through; a file
    * that cannot be cut is closed, and the next record begins a new one.
    */
-  private async appendRecord(write: (put: (bytes: Uint8Array) => Promise<void>) => Promise<void>): Promise<WarcLocation> {
+  private async appendRecord(write: (put: (...bytes: Uint8Array[]) => Promise<void>) => Promise<void>): Promise<WarcLocation> {
     if (this.closed) throw new WeirError('WEIR_WARC', 'the WARC writer is closed');
     if (!this.current || this.current.bytes >= this.maxBytes) await this.rotate();
     const cur = this.current as { name: string; handle: FileHandle; bytes: number };
     const start = cur.bytes;
     try {
-      await write((bytes) => this.put(cur, bytes));
+      await write((...bytes) => this.put(cur, ...bytes));
     } catch (err) {
       await this.cutBack(cur, start);
       throw new WeirError('WEIR_WARC', `writing ${cur.name} failed: ${(err as Error).message}`, { cause: err });
@@ -304,8 +308,17 @@ export class WarcWriter {
     return { file: cur.name, offset: start };
   }
 
-  /** Appends at the file's counted end (positioned writes: a cut-back file is written from its new end). */
-  private async put(cur: { handle: FileHandle; bytes: number }, bytes: Uint8Array): Promise<void> {
+  /** Appends at the file's counted end (positioned writes: a cut-back file is written from its new end); several parts in one call. */
+  private async put(cur: { handle: FileHandle; bytes: number }, ...parts: Uint8Array[]): Promise<void> {
+    let bytes = parts[0] ?? new Uint8Array(0);
+    if (parts.length > 1) {
+      const { bytesWritten } = await cur.handle.writev(parts, cur.bytes);
+      cur.bytes += bytesWritten;
+      const total = parts.reduce((a, p) => a + p.length, 0);
+      if (bytesWritten === total) return;
+      // (A short write: the rest as one buffer, from where it stopped.)
+      bytes = Buffer.concat(parts).subarray(bytesWritten);
+    }
     let done = 0;
     while (done < bytes.length) {
       const { bytesWritten } = await cur.handle.write(bytes, done, bytes.length - done, cur.bytes);
