@@ -22,6 +22,28 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port for a cluster node: its cluster bus listens 10,000 above it,
+ * so the port must be at most 55,535 (redis-server refuses to start
+ * otherwise; Linux hands out ports up to 60,999) and that one free too.
+ */
+export async function freeClusterPort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = await freePort();
+    if (port <= 55_535 && (await portIsFree(port + 10_000))) return port;
+  }
+  throw new Error('no free port pair (p, p + 10000) for a cluster node in 100 tries');
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
 export interface RedisServer {
   port: number;
   url: string;
@@ -138,7 +160,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
     // (A replica's first sync would wait 5 s by default, repl-diskless-sync-delay: a
     // replica that never synced refuses to take over.)
     const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000), '--repl-diskless-sync-delay', '0'];
-    nodes.push(await startRedis({ args }));
+    nodes.push(await startRedis({ args, port: await freeClusterPort() }));
   }
   const ports = nodes.map((n) => n.port);
   await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes']);
