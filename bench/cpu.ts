@@ -7,7 +7,8 @@
  * `times`), not the corpus server's and not Redis's. weir runs as users run
  * it: `dist/cli.js`, built here first (`npm run build`), so each process
  * loads only what its command needs. Each crawler runs BENCH_CPU_RUNS times
- * (default 3), alternating; the median is shown.
+ * (default 3), alternating; the median is shown. BENCH_CPU_CRAWLERS (names,
+ * comma-separated) runs only those.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
@@ -85,6 +86,9 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
       return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
     },
   };
+  // BENCH_CPU_CRAWLERS=weir,weir --warc: only those (comma-separated names).
+  const only = process.env.BENCH_CPU_CRAWLERS?.split(',').map((s) => s.trim());
+  if (only) for (const name of Object.keys(crawlers)) if (!only.includes(name)) delete crawlers[name];
   const results: Record<string, CpuRun[]> = Object.fromEntries(Object.keys(crawlers).map((k) => [k, []]));
   for (let i = 0; i < RUNS; i++) for (const [name, run] of Object.entries(crawlers)) results[name]?.push(await run());
   const perPage = (name: string): number => median((results[name] ?? []).map((r) => r.cpuMs / r.pages));
@@ -92,10 +96,11 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
     const rs = results[name] ?? [];
     out(`cpu: ${name}: CPU per page (ms)`, perPage(name).toFixed(2), `median of ${rs.length}: ${rs.map((r) => (r.cpuMs / r.pages).toFixed(2)).join(', ')}; ${rs[0]?.pages} pages; ${median(rs.map((r) => r.pages / (r.wallMs / 1000))).toFixed(1)} pages/s (wall)`);
   }
-  out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
+  const ran = (...names: string[]): boolean => names.every((n) => (results[n]?.length ?? 0) > 0);
+  if (ran('weir', 'wget', 'weir --workers 2')) out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
   const rate = (name: string): number => median((results[name] ?? []).map((r) => r.pages / (r.wallMs / 1000)));
-  out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
-  out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
+  if (ran('weir', 'weir --warc')) out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
+  if (ran('weir', 'crawlee')) out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
   await redisServer.destroy();
   await site.close();
 }

@@ -14,6 +14,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { oneNode, threeMasters, type Nodes } from './cluster-cost.js';
 import { timed } from './cpu.js';
+import { workerCounts } from '../test/helpers/worker-logs.js';
 import { startSyntheticWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
@@ -32,19 +33,6 @@ interface PoliteRun {
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
-/** The workers' summed counts, from their 'worker finished' lines (pino JSON). */
-async function summaries(path: string): Promise<{ dequeues: number; empty: number; released: number }> {
-  const sum = { dequeues: 0, empty: 0, released: 0 };
-  for (const line of (await readFile(path, 'utf8')).split('\n')) {
-    if (!line.includes('"worker finished"')) continue;
-    const s = JSON.parse(line) as { dequeues: number; emptyDequeues: number; released: number };
-    sum.dequeues += s.dequeues;
-    sum.empty += s.emptyDequeues;
-    sum.released += s.released;
-  }
-  return sum;
-}
 
 export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
@@ -65,7 +53,8 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
       const r = await timed(process.execPath, [cli, 'crawl', seedPath, '--workers', '4', '--redis', nodes.url], { WEIR_LOG_LEVEL: 'info', WEIR_LOG_FORMAT: 'json', WEIR_BENCH_ERR: logPath });
       if (r.code !== 0) throw new Error(`weir crawl exited ${r.code} (log: ${logPath})`);
       const pages = web.log.filter((e) => e.status === 200 && e.path !== '/robots.txt').length;
-      return { cpuMs: r.cpuMs, wallMs: r.wallMs, pages, ...(await summaries(logPath)) };
+      const { dequeues, empty, released } = workerCounts(await readFile(logPath, 'utf8'));
+      return { cpuMs: r.cpuMs, wallMs: r.wallMs, pages, dequeues, empty, released };
     };
     const runs: Record<'2/s' | 'unlimited', PoliteRun[]> = { '2/s': [], unlimited: [] };
     try {

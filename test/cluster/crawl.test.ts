@@ -21,6 +21,7 @@ import { cliBundle } from '../helpers/cli-bundle.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
 import { TreeWeb } from '../helpers/tree-web.js';
 import { requestTimes, smallestGap, type RecordedRequest } from '../helpers/web.js';
+import { workerCounts } from '../helpers/worker-logs.js';
 
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
 
@@ -98,20 +99,6 @@ function fetchedPages(log: RecordedRequest[], sites: number): { perSite: number[
   return { perSite, repeats };
 }
 
-/** The surviving workers' own counts ("worker finished" log lines): dequeue calls, empty ones, pages. */
-function workerCounts(logs: string[]): { dequeues: number; empty: number; pages: number } {
-  const sum = { dequeues: 0, empty: 0, pages: 0 };
-  for (const line of logs.join('').split('\n')) {
-    if (!line.includes('"worker finished"')) continue;
-    const s = JSON.parse(line) as { dequeues: number; emptyDequeues: number; pages: number };
-    sum.dequeues += s.dequeues;
-    sum.empty += s.emptyDequeues;
-    sum.pages += s.pages;
-  }
-  return sum;
-}
-
-
 /** Commands each master has processed so far. */
 async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
@@ -165,7 +152,7 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       const after = await commandsByMaster(masters);
       const used = masters.map((p) => (after.get(p) ?? 0) - (before.get(p) ?? 0));
       const mean = used.reduce((x, y) => x + y, 0) / used.length;
-      const w = workerCounts(c.logs);
+      const w = workerCounts(c.logs.join(''));
       t.diagnostic(`killed after ${killedAfter} requests; ${repeats} pages fetched twice; commands per master ${used.join(' / ')}; the surviving workers: ${w.dequeues} dequeue calls, ${w.empty} empty, for ${w.pages} pages`);
       // Waiting on 12 shards' wake lists and timers, not polling them: empty
       // calls stay a small multiple of the pages (1.3–3.7 per page here; a

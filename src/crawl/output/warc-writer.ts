@@ -3,8 +3,7 @@ import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { promisify } from 'node:util';
-import { createGzip, gzip } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import type * as Warcio from 'warcio';
 import type { WARCRecord } from 'warcio';
 import { isWeirError, WeirError } from '../../errors.js';
@@ -33,7 +32,7 @@ export const WARC_DEFAULTS = {
    * less than level 6 for somewhat larger files (the timings: docs/benchmarks.md, "Figures behind choices in the code").
    */
   gzipLevel: 1,
-  /** A record up to this size is compressed in one call, on libuv's thread pool (0.4-0.6 ms for an 88 KB page at level 1, a fifth of that left on the event loop); a larger one as it streams. */
+  /** A record up to this size is compressed in one call (0.4-0.6 ms of the event loop for an 88 KB page at level 1); a larger one as it streams. */
   syncGzipBytes: 256 * 1024,
 } as const;
 
@@ -112,8 +111,8 @@ function nodeHasher(algorithm: 'sha1' | 'sha256'): { update(data: Uint8Array | s
 /**
  * A record serialized (digests, length) and compressed as one gzip member;
  * the body's copy in `spool` (else memory). A record up to
- * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call
- * off this thread, a larger one as it streams (never held whole, nor compressed in one long
+ * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call,
+ * a larger one as it streams (never held whole, nor compressed in one long
  * block of the event loop).
  */
 async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer): AsyncGenerator<Buffer> {
@@ -128,11 +127,11 @@ async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer):
       return;
     }
   }
-  // On libuv's thread pool, not this thread: the next pages parse meanwhile.
-  yield await gzipOffThread(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
+  // (On this thread: libuv's thread pool took a fifth of it off the event
+  // loop, but the --warc crawl was no faster on 2 cores, 87-97 pages/s
+  // either way in alternated runs, and the hand-off costs CPU of its own.)
+  yield gzipSync(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
 }
-
-const gzipOffThread = promisify(gzip);
 
 /** The chunks held so far and the rest of the record, through a gzip stream. */
 async function* streamed(held: Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Buffer> {
