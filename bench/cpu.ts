@@ -8,13 +8,16 @@
  * it: `dist/cli.js`, built here first (`npm run build`), so each process
  * loads only what its command needs. Each crawler runs BENCH_CPU_RUNS times
  * (default 3), alternating; the median is shown. BENCH_CPU_CRAWLERS (names,
- * comma-separated) runs only those.
+ * comma-separated) runs only those. BENCH_CPU_PROFILE=1 adds a run of weir
+ * and weir --warc under V8's profiler: the worker's time per page by phase
+ * (bench/phases.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
+import { busiestProfile } from './phases.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -56,10 +59,10 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   const cli = join(ROOT, 'dist/cli.js');
   const pages = (): number => site.log.filter((r) => r.status === 200 && r.path.endsWith('.html')).length;
   const err = join(dir, 'stderr.log');
-  const weir = async (flags: string[]): Promise<CpuRun> => {
+  const weir = async (flags: string[], nodeFlags: string[] = []): Promise<CpuRun> => {
     await redisServer.client().flushall();
     site.reset();
-    const r = await timed(process.execPath, [cli, 'crawl', seedPath, ...flags, '--redis', redisServer.url], { WEIR_LOG_LEVEL: 'warn', WEIR_BENCH_ERR: err });
+    const r = await timed(process.execPath, [...nodeFlags, cli, 'crawl', seedPath, ...flags, '--redis', redisServer.url], { WEIR_LOG_LEVEL: 'warn', WEIR_BENCH_ERR: err });
     if (r.code !== 0) throw new Error(`weir crawl exited ${r.code}`);
     return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
   };
@@ -101,6 +104,19 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   const rate = (name: string): number => median((results[name] ?? []).map((r) => r.pages / (r.wallMs / 1000)));
   if (ran('weir', 'weir --warc')) out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
   if (ran('weir', 'crawlee')) out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
+  if (process.env.BENCH_CPU_PROFILE) {
+    // One more run each under V8's profiler (every process of the crawl: the
+    // worker's profile is the busiest), by phase, per page.
+    for (const [name, flags] of [['weir', []], ['weir --warc', ['--warc', join(dir, 'warc')]]] as const) {
+      const profiles = join(dir, `profile-${name.replace(/\W+/g, '-')}`);
+      await rm(join(dir, 'warc'), { recursive: true, force: true });
+      const run = await weir([...flags], ['--cpu-prof', `--cpu-prof-dir=${profiles}`, '--cpu-prof-interval', '200']);
+      const phases = await busiestProfile(profiles);
+      const busy = phases.reduce((a, [, t]) => a + t, 0);
+      out(`profile: ${name}: worker's main thread per page (ms)`, (busy / run.pages).toFixed(2), `${run.pages} pages, sampled every 200 µs (the profiler's own cost included)`);
+      for (const [phase, ms] of phases) out(`profile: ${name}: ${phase}`, (ms / run.pages).toFixed(2), `${((ms / busy) * 100).toFixed(0)} %`);
+    }
+  }
   await redisServer.destroy();
   await site.close();
 }
