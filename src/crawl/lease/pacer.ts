@@ -12,7 +12,7 @@ export const PACING = {
   aheadMs: 20,
   /**
    * Added to the interval after each reported send (lua/sent.lua), at any
-   * rate (marginFor), unless the seed sets its own
+   * rate (SendPacer.margin), unless the seed sets its own
    * (sendMarginMs): what may take a gap away between the writes and the
    * site's judgement of them. A strict server's clock: nginx's limit_req
    * reads CLOCK_MONOTONIC_COARSE, which moves in kernel ticks (4 ms at
@@ -42,9 +42,6 @@ export const PACING = {
   /** A write this much past its slot counts as late (lateSends): harmless, the next slot is counted from it. */
   lateWriteMs: 5,
 } as const;
-
-/** The margin after a send of this lease's queue: the seed's (`setMs`, sendMarginMs) if it sets one, else PACING.marginMs. */
-export const marginFor = (_lease: Lease, setMs: number | null = null): number => setMs ?? PACING.marginMs;
 
 
 /** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
@@ -101,7 +98,7 @@ export class SlotSend implements SendGate {
 
   /** The margin this send's next slot gets after its write (SendPacer.margin). */
   get marginMs(): number {
-    return this.pacer.margin(this.lease);
+    return this.pacer.margin();
   }
 
   wrote(at: number): void {
@@ -141,13 +138,13 @@ export class SendPacer {
     private readonly windowMs: number,
     readonly count: (domain: string, name: TallyName) => void,
     private readonly clock: LocalClock = realClock,
-    /** The seed's sendMarginMs (null: marginFor's default). */
+    /** The seed's sendMarginMs (null: PACING.marginMs). */
     private readonly marginMs: number | null = null,
   ) {}
 
-  /** The margin after a write of this lease's queue (marginFor). */
-  margin(lease: Lease): number {
-    return marginFor(lease, this.marginMs);
+  /** The margin after a write, whatever the queue's rate: the seed's sendMarginMs if it sets one, else PACING.marginMs. */
+  margin(): number {
+    return this.marginMs ?? PACING.marginMs;
   }
 
   /**
@@ -244,6 +241,6 @@ export class SendPacer {
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */
   report(lease: Lease, wasSent: boolean): void {
     if (!holdsForReport(lease)) return;
-    void this.queue.sent(lease, wasSent, this.margin(lease)).catch(() => undefined);
+    void this.queue.sent(lease, wasSent, this.margin()).catch(() => undefined);
   }
 }

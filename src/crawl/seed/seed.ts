@@ -61,7 +61,7 @@ export interface Seed {
   shards: number | null;
   /**
    * Time added to 1/R between two requests' writes to a domain, for the
-   * spread in their delivery and the site's clock (lease/pacer.ts marginFor);
+   * spread in their delivery and the site's clock (lease/pacer.ts SendPacer.margin);
    * null: 25 ms.
    */
   sendMarginMs: number | null;
