@@ -258,8 +258,9 @@ export class FairQueue extends ArenaAdmin {
    * would, but the commit goes in the next dequeue call when that call goes
    * at once to the lease's shard (work may be ready there, or the commit
    * itself frees some): a worker that finishes one item and wants the next
-   * pays one script call, not two. Otherwise the commit goes at once on its
-   * own (below). `committed` settles when it returns; `next` as take's would.
+   * pays one script call, not two. Otherwise the commit rides on the next
+   * dequeue to its shard within commitRideMs, or goes alone then (below).
+   * `committed` settles when it returns; `next` as take's would.
    */
   commitAndTake(lease: Lease, options: TakeOptions = {}): { committed: Promise<LeaseOutcome>; next: Promise<Lease | null> } {
     validateArenaName(lease.arena);
@@ -295,13 +296,12 @@ export class FairQueue extends ArenaAdmin {
         // back, and a cap any later lease reached this commit frees too:
         // the freed place is this lane's at once, no idle lane woken), or
         // the shard waits for new work anyway. Not when the next work is a
-        // rate slot at a known time: the commit goes alone, at once, and no
-        // empty dequeue is spent to carry it.
+        // rate slot at a known time: the commit rides on the next call to
+        // its shard, and no empty dequeue is spent to carry it.
         const carry = lease.intervalMs === 0 || this.freeing.has(lease) || this.waiting.awaitsNewWork(lease.shard);
         const first = this.waiting.choose(all) ?? (carry ? lease.shard : undefined);
         if (first !== lease.shard) {
-          // (It rides on the next dequeue call to its shard, this client's
-          // other lanes' or this one's, within commitRideMs; else alone.)
+          // (On the next dequeue to its shard, any lane's, within commitRideMs.)
           token = null;
           this.riding.add(lease.shard, lease.token).then(
             (r) => settle?.resolve(r),

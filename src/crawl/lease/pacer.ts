@@ -43,7 +43,6 @@ export const PACING = {
   lateWriteMs: 5,
 } as const;
 
-
 /** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
 const MAX_CLOCK_LOOKS = 3;
 
