@@ -123,11 +123,11 @@ describe('sitemaps', () => {
         res.end(fill(text));
       };
       const routes = (name: string) => ({
-        '/robots.txt': robots(name === 'A' ? 'Sitemap: {{A}}/sitemap.xml\n' : name === 'B' ? 'Sitemap: {{A}}/for-b.xml\n' : ''),
+        '/robots.txt': robots(name === 'A' ? 'Sitemap: {{A}}/sitemap.xml\n' : name === 'B' ? 'Sitemap: {{A}}/for-b.xml\n' : 'Sitemap: {{C}}/m/1.xml\n'),
         '/': html(`${name} home`),
         '/sitemap.xml': xml(() => urlset(['{{A}}/a/1', '{{B}}/planted-by-A', '{{C}}/victim'])),
         '/for-b.xml': xml(() => urlset(['{{B}}/b/1', '{{C}}/victim-2'])),
-        '/index-many.xml': xml(() => index(['{{C}}/m/1.xml', '{{C}}/m/2.xml', '{{C}}/m/3.xml', '{{C}}/m/4.xml', '{{C}}/m/5.xml'])),
+        '/index-many.xml': xml(() => index(['{{C}}/m/1.xml', '{{C}}/m/1.xml', '{{C}}/m/2.xml', '{{C}}/m/3.xml', '{{C}}/m/4.xml', '{{C}}/m/5.xml'])),
       });
       const fallback = xml(() => urlset([]));
       for (const name of ['A', 'B', 'C']) origins[name] = (await web.site(name, routes(name), fallback)).origin;
@@ -149,7 +149,9 @@ describe('sitemaps', () => {
       assert.deepEqual(fetched.sort(), ['/', '/robots.txt'], `maxDepth 0 fetches only the start URL (and robots.txt): ${fetched.join(' ')}`);
       assert.equal(r.stats.totals.sitemaps, 0);
 
-      // maxSitemaps: an index listing 5 sitemaps, with a budget of 2, has 2 of them read.
+      // maxSitemaps: an index listing 5 sitemaps, with a budget of 2, has 2 of them read. It
+      // lists the first twice, and C's robots.txt names it too: a sitemap already found costs
+      // no second place (the budget counted before dedupe read only /m/1 here).
       const budget = validateSeed({ arena: 'sitemap-budget', rateLimits, start: [`${origins.C}/`], sitemaps: [`${origins.C}/index-many.xml`], maxSitemaps: 2, allowPrivateNetworks: true });
       const rb = await runCrawl(world.redis, budget, { workers: 1, concurrency: 2 });
       assert.equal(rb.stats.totals.sitemaps, 1 + 2, 'the seed-listed index (not counted) and 2 of its 5');

@@ -40,6 +40,11 @@ export class PageBudget {
     if (this.maxPages !== null) await this.redis.decr(this.key);
   }
 
+  /** Hands `n` reservations back at once (what they were for turned out not to be needed). */
+  async unreserveMany(n: number): Promise<void> {
+    if (this.maxPages !== null && n > 0) await this.redis.decrby(this.key, n);
+  }
+
   /** Pages counted so far (reserved ones included). */
   async used(): Promise<number> {
     return Number((await this.redis.get(this.key)) ?? 0);

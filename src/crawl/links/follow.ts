@@ -25,9 +25,13 @@ export interface SitemapSource {
   hosts: string[] | null;
 }
 
+/** Budget rounds one list of sitemaps may take: places handed back by those already seen go to the next ones listed. */
+const SITEMAP_BUDGET_ROUNDS = 4;
+
 /** What may be spent on sitemaps found (robots.txt, index files): maxSitemaps, across every worker. */
 export interface SitemapBudget {
   reserveUpTo(n: number): Promise<number>;
+  unreserveMany(n: number): Promise<void>;
 }
 
 /**
@@ -161,22 +165,34 @@ export class LinkFollower {
    * `level` - 1): each inside a crawl domain (include/exclude are for pages)
    * and on a host `from` allows, queued like any URL (so a sitemap listed
    * twice, or an index listing itself, is read once), under the crawl's
-   * maxSitemaps. None when past the nesting limit, or when their pages
-   * would be past maxDepth.
+   * maxSitemaps, which counts the sitemaps queued (one listed again, here
+   * or since it was first found, costs none). None when past the nesting
+   * limit, or when their pages would be past maxDepth.
    */
   async sitemaps(locs: string[], from: SitemapSource): Promise<{ enqueued: number; ignored: number }> {
     if (from.level > SITEMAP_LIMITS.maxNesting || !this.withinDepth(from.depth)) return { enqueued: 0, ignored: locs.length };
-    const wanted: { domain: string; item: QueuedUrl }[] = [];
+    const wanted = new Map<string, { domain: string; item: QueuedUrl }>();
     const base = new URL(from.base);
     for (const loc of locs) {
       const u = normalizeToUrl(loc, base);
-      const d = u && (from.hosts === null || from.hosts.includes(u.host)) ? this.scope.decideDomain(u.href, u) : null;
-      if (u && d?.ok) wanted.push({ domain: d.domain, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
+      const d = u && !wanted.has(u.href) && (from.hosts === null || from.hosts.includes(u.host)) ? this.scope.decideDomain(u.href, u) : null;
+      if (u && d?.ok) wanted.set(u.href, { domain: d.domain, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
     }
-    const granted = await this.sitemapBudget.reserveUpTo(wanted.length);
-    const byDomain = new ByDomain();
-    for (const w of wanted.slice(0, granted)) byDomain.add(w.domain, w.item);
-    return { enqueued: (await this.enqueueGrouped(byDomain)).enqueued, ignored: locs.length - granted };
+    // Those the dedupe filter had seen (read already, or queued) cost nothing:
+    // their places go back, and to the next ones listed (a few rounds at most).
+    let rest = [...wanted.values()];
+    let enqueued = 0;
+    for (let round = 0; round < SITEMAP_BUDGET_ROUNDS && rest.length > 0; round++) {
+      const granted = await this.sitemapBudget.reserveUpTo(rest.length);
+      if (granted === 0) break;
+      const byDomain = new ByDomain();
+      for (const w of rest.slice(0, granted)) byDomain.add(w.domain, w.item);
+      rest = rest.slice(granted);
+      const n = (await this.enqueueGrouped(byDomain)).enqueued;
+      enqueued += n;
+      await this.sitemapBudget.unreserveMany(granted - n);
+    }
+    return { enqueued, ignored: locs.length - (wanted.size - rest.length) };
   }
 
   /**
