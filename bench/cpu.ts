@@ -22,7 +22,14 @@ import { busiestProfile } from './phases.js';
 type Out = (name: string, value: string, note?: string) => void;
 
 const ROOT = new URL('../', import.meta.url).pathname;
-const RUNS = Number(process.env.BENCH_CPU_RUNS ?? 3);
+/** Runs of each crawler (BENCH_CPU_RUNS, default 3); bench/polite-cpu.ts takes the same. */
+export const CPU_RUNS = Number(process.env.BENCH_CPU_RUNS ?? 3);
+
+/** `npm run build`, then the built command: weir as users run it, each process loading what its command needs. */
+export function builtCli(): string {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  return join(ROOT, 'dist/cli.js');
+}
 
 export interface CpuRun {
   cpuMs: number;
@@ -47,7 +54,7 @@ export function timed(cmd: string, args: string[], env: Record<string, string> =
   });
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 export async function cpuBenchmarks(out: Out, dir: string, root: string): Promise<void> {
   const site = await serveCorpus(root, 1);
@@ -55,8 +62,7 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   const origin = site.origins[0] as string;
   const seedPath = join(dir, 'cpu.yaml');
   await writeFile(seedPath, ['arena: cpu', 'rateLimits:', `  "${site.keys[0]}": unlimited`, 'start:', `  - ${origin}/index.html`, 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 8', ''].join('\n'));
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  const cli = join(ROOT, 'dist/cli.js');
+  const cli = builtCli();
   const pages = (): number => site.log.filter((r) => r.status === 200 && r.path.endsWith('.html')).length;
   const err = join(dir, 'stderr.log');
   const weir = async (flags: string[], nodeFlags: string[] = []): Promise<CpuRun> => {
@@ -93,7 +99,7 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   const only = process.env.BENCH_CPU_CRAWLERS?.split(',').map((s) => s.trim());
   if (only) for (const name of Object.keys(crawlers)) if (!only.includes(name)) delete crawlers[name];
   const results: Record<string, CpuRun[]> = Object.fromEntries(Object.keys(crawlers).map((k) => [k, []]));
-  for (let i = 0; i < RUNS; i++) for (const [name, run] of Object.entries(crawlers)) results[name]?.push(await run());
+  for (let i = 0; i < CPU_RUNS; i++) for (const [name, run] of Object.entries(crawlers)) results[name]?.push(await run());
   const perPage = (name: string): number => median((results[name] ?? []).map((r) => r.cpuMs / r.pages));
   for (const name of Object.keys(crawlers)) {
     const rs = results[name] ?? [];

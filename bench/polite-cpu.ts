@@ -9,18 +9,15 @@
  * leases handed back per page. BENCH_CPU_RUNS runs of each (default 3),
  * median shown. Target: polite ≤ 1.05× unlimited.
  */
-import { execFileSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { oneNode, threeMasters, type Nodes } from './cluster-cost.js';
-import { timed } from './cpu.js';
+import { builtCli, CPU_RUNS, median, timed } from './cpu.js';
 import { workerCounts } from '../test/helpers/worker-logs.js';
 import { startSyntheticWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
-const ROOT = new URL('../', import.meta.url).pathname;
-const RUNS = Number(process.env.BENCH_CPU_RUNS ?? 3);
 const SITES = 100;
 
 interface PoliteRun {
@@ -32,11 +29,8 @@ interface PoliteRun {
   released: number;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
 export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> {
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  const cli = join(ROOT, 'dist/cli.js');
+  const cli = builtCli();
   // BENCH_POLITE_NODES=one or cluster: only that one.
   const only = process.env.BENCH_POLITE_NODES ?? '';
   for (const make of [oneNode, threeMasters].filter((m) => only === '' || (only === 'one') === (m === oneNode))) {
@@ -58,7 +52,7 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
     };
     const runs: Record<'2/s' | 'unlimited', PoliteRun[]> = { '2/s': [], unlimited: [] };
     try {
-      for (let i = 0; i < RUNS; i++) {
+      for (let i = 0; i < CPU_RUNS; i++) {
         runs['2/s'].push(await crawl('2'));
         runs.unlimited.push(await crawl('unlimited'));
       }

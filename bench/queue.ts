@@ -264,8 +264,10 @@ async function rateRun(who: Contender, mode: 'deep' | 'refill'): Promise<void> {
             // Done: commit and take the next in one call, as the crawler's lanes do.
             const { committed, next } = w.commitAndTake(l, { signal: ac.signal, aheadMs });
             const { queue, item } = l;
-            if (mode === 'refill') void committed.then(() => w.enqueue(arena, queue, [item]));
+            const refill = mode === 'refill' ? committed.then(() => w.enqueue(arena, queue, [item])) : null;
             l = await next;
+            // (Awaited here, not left floating: a failed refill fails the run.)
+            await refill;
           }
         }),
       ),

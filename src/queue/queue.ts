@@ -15,10 +15,9 @@ import { Waiting } from './waiting.js';
 
 /** A dequeue's result, and the outcome of the commit it carried, if it carried one. */
 type TakeStep = DequeueResult & { committed?: LeaseOutcome };
-/** A request merged into a shard's dequeue call: a token to commit first or null, and whether it wants a lease (false: it only commits). */
+/** A take merged into a shard's dequeue call, with a token to commit first or null. */
 interface TakeRequest {
   token: string | null;
-  take: boolean;
 }
 
 /**
@@ -63,11 +62,7 @@ export class FairQueue extends ArenaAdmin {
     this.dequeues = new Coalescer<TakeRequest, TakeStep>(
       async (key, reqs) => {
         const [arena, tag, shards, leaseMs, woken, aheadMs, sendWindowMs, spares] = JSON.parse(key) as [string, string, number, number, boolean, number, number, boolean];
-        const count = reqs.filter((r) => r.take).length;
-        if (count > 0) return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs, sendWindowMs }, count, reqs, spares);
-        // Commits alone (no lease wanted in this turn): the commit script.
-        const outcomes = ((await this.run('commit', tag, reqs.map((r) => r.token as string))) as unknown[]).map(decodeOutcome);
-        return outcomes.map((committed) => ({ lease: null, waitMs: null, committed }));
+        return this.dequeueBatch({ arena, tag, shards }, { leaseMs, woken, aheadMs, sendWindowMs }, reqs.length, reqs, spares);
       },
       LIMITS.maxPerCall,
       linger,
@@ -163,8 +158,8 @@ export class FairQueue extends ArenaAdmin {
   readonly clockOf = (tag: string): RedisClock => this.clocks.of(tag);
 
   /** One shard's dequeue call, merged with others to the same shard in this turn of the event loop. */
-  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, take = true, spares = false): Promise<TakeStep> {
-    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs, o.sendWindowMs, spares && this.spareLeases > 0]), { token: carried, take });
+  private dequeueOn(arena: string, tag: string, shards: number, o: Required<DequeueOptions>, carried: string | null, spares = false): Promise<TakeStep> {
+    return this.dequeues.add(JSON.stringify([arena, tag, shards, o.leaseMs, o.woken, o.aheadMs, o.sendWindowMs, spares && this.spareLeases > 0]), { token: carried });
   }
 
   /** Up to `count` leases in one script call per shard, served turn by turn as single calls would be. */
@@ -229,9 +224,9 @@ export class FairQueue extends ArenaAdmin {
     this.waiting.noteReply(tag, waitMs === null ? null : clock.toLocal(reply.nowMs) + waitMs, reply.promised, reply.readyCount);
     while (results.length < count) results.push({ lease: null, waitMs });
     if (reqs.length === 0) return results;
-    let [k, t] = [0, 0];
-    return reqs.map((req) => {
-      const r: TakeStep = req.take ? (results[k++] as DequeueResult) : { lease: null, waitMs };
+    let t = 0;
+    return reqs.map((req, k) => {
+      const r = results[k] as DequeueResult;
       return req.token ? { ...r, committed: reply.committed[t++] ?? 'stale' } : r;
     });
   }
@@ -248,7 +243,7 @@ export class FairQueue extends ArenaAdmin {
     const layout = () => this.layout(arena);
     return this.waiting.take(
       async () => (await layout()).tags,
-      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs, sendWindowMs }), null, true, true),
+      async (tag, woken) => this.dequeueOn(arena, tag, (await layout()).shards, this.dequeueOptions({ leaseMs, woken, aheadMs, sendWindowMs }), null, true),
       options.signal,
     );
   }
@@ -276,7 +271,7 @@ export class FairQueue extends ArenaAdmin {
       const carried = tag === lease.shard ? token : null;
       if (carried) token = null;
       try {
-        const r = await this.dequeueOn(lease.arena, tag, (await this.layout(lease.arena)).shards, { ...o, woken }, carried, true, true);
+        const r = await this.dequeueOn(lease.arena, tag, (await this.layout(lease.arena)).shards, { ...o, woken }, carried, true);
         if (carried) settle?.resolve(r.committed ?? 'stale');
         return r;
       } catch (err) {
@@ -301,9 +296,11 @@ export class FairQueue extends ArenaAdmin {
         const carry = lease.intervalMs === 0 || this.freeing.has(lease) || this.waiting.awaitsNewWork(lease.shard);
         const first = this.waiting.choose(all) ?? (carry ? lease.shard : undefined);
         if (first !== lease.shard) {
-          // (On the next dequeue to its shard, any lane's, within commitRideMs.)
+          // (On the next dequeue to its shard, any lane's, within commitRideMs;
+          // at once if it frees its queue's cap, as a spare-taker's does.)
           token = null;
-          this.riding.add(lease.shard, lease.token).then(
+          const commit = this.freeing.has(lease) ? this.commits.add(lease.shard, lease.token) : this.riding.add(lease.shard, lease.token);
+          commit.then(
             (r) => settle?.resolve(r),
             (e: unknown) => settle?.reject(e),
           );

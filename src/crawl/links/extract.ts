@@ -19,7 +19,7 @@ const DROPPED_SCHEMES = /^\s*(mailto|javascript|tel|data|about|blob|file|ftp|sms
 /** Characters parsed per turn of the event loop by extractLinksAsync. */
 export const PARSE_SLICE = 64 * 1024;
 
-/** A range of the markup as text (fetch/fetcher.ts pageText: a UTF-8 page is tokenized as its bytes). */
+/** A range of the markup as text (fetch/page-text.ts pageText: a UTF-8 page is tokenized as its bytes). */
 export type TextOf = (start: number, end: number) => string;
 
 /**
