@@ -7,10 +7,16 @@
   ARGV[1]  shards: the caller's shard count of the arena (meta.lua check_shards)
   ARGV[2]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
   ARGV[3]  g: number of queues (1..MAX_PER_CALL)
-  ARGV[4 .. 3+2g]   g pairs: queue name (must exist: see setLimits), n_i (its item count, >= 1)
+  ARGV[4 .. 3+2g]   g pairs: queue name (must exist: see setLimits, unless
+           created here), n_i (its item count, >= 1)
   then the items, queue by queue (n = sum of n_i, 1..MAX_PER_CALL; 0..MAX_ITEM_BYTES bytes each)
   then item by item its k bit positions (integers < dedupeSpan, else < dedupeBits;
   a shard's part of a bitmap takes position p at bit p mod dedupeBits)
+  then, optionally, two more: rate ('unlimited' or requests per second) and
+  maxInFlight, the limits a queue not yet known is created with (as
+  setLimits would), here, in the same step as its first items: two callers
+  meeting a new queue at once create it once, and a queue that exists keeps
+  its own limits. Without them an unknown queue is an error.
 
   An item with dedupe is enqueued only if not all of its bits were already
   set; its bits are set in the same step (BITFIELD SET returns the old bits,
@@ -19,7 +25,7 @@
   nor can one item twice in one call.
   Returns a string of n characters, '1' for each item enqueued and '0' for
   each dropped by dedupe, in order.
-  Errors: WEIR_BAD_ARGS, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA, WEIR_SHARDS_CHANGED.
+  Errors: WEIR_BAD_ARGS, WEIR_BAD_RATE, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA, WEIR_SHARDS_CHANGED.
 ]]
 --@include "arena"
 
@@ -49,14 +55,25 @@ ensure_schema()
 -- (Before a queue is found unknown: a caller with a stale shard count is
 -- told so, and re-reads, rather than told the queue is not here.)
 check_shards(1)
-for i = 1, g do
-  if not qids[i] then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
-  groups[i].qid = qids[i]
-end
 if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. ' items in one call') end
 local first_item = 4 + 2 * g
 local first_pos = first_item + n
-argc(first_pos - 1 + n * k, 'shards k g (queue n)... items... positions...')
+local last_pos = first_pos - 1 + n * k
+-- The limits unknown queues are created with, when the caller gave them.
+local create = nil
+if #ARGV == last_pos + 2 then
+  local rate_s = ARGV[last_pos + 1]
+  create = { rate_s = rate_s, iv = rate_interval(rate_s, 'created on enqueue'), cap = int_arg(last_pos + 2, 'maxInFlight', 0, MAX_IN_FLIGHT) }
+else
+  argc(last_pos, 'shards k g (queue n)... items... positions... [rate maxInFlight]')
+end
+for i = 1, g do
+  if not qids[i] then
+    if not create then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
+    if sfind(names[i], '\0', 1, true) then raise('WEIR_BAD_ARGS', 'queue name must not hold a NUL byte') end
+  end
+  groups[i].qid = qids[i]
+end
 for i = first_item, first_pos - 1 do
   if #ARGV[i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. (i - first_item + 1) .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
 end
@@ -151,7 +168,11 @@ local added = 0
 local woke = false
 local now = nil
 local i = 0
-for _, grp in ipairs(groups) do
+for gi, grp in ipairs(groups) do
+  -- (A queue named twice in one call is created by its first group.)
+  if not grp.qid then
+    grp.qid = qid_of(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
+  end
   local st = qfetch(grp.qid)
   -- Only an empty queue can change place by getting items (schedule.lua's
   -- activate): a queue with items is already where it belongs.

@@ -30,16 +30,7 @@ for i = 0, n - 1 do
   -- (A record's pending-send tail follows the name after a '\0': record.lua.)
   if sfind(name, '\0', 1, true) then raise('WEIR_BAD_ARGS', 'queue name must not hold a NUL byte') end
   local rate_s = ARGV[5 + 3 * i]
-  local iv
-  if rate_s == 'unlimited' then
-    iv = 0
-  else
-    local rate = tonumber(rate_s)
-    if rate == nil or rate ~= rate or rate < MIN_RATE or rate > MAX_RATE then
-      raise('WEIR_BAD_RATE', 'rate of queue ' .. name .. ' must be a number in [' .. MIN_RATE .. ', ' .. fmt(MAX_RATE) .. '] or unlimited, got ' .. tostring(rate_s))
-    end
-    iv = 1000000 / rate
-  end
+  local iv = rate_interval(rate_s, name)
   local cap = int_arg(6 + 3 * i, 'maxInFlight of queue ' .. name, 0, MAX_IN_FLIGHT)
   specs[#specs + 1] = { name, rate_s, iv, cap }
 end
@@ -50,27 +41,24 @@ local created = 0
 local woke = false
 for _, s in ipairs(specs) do
   local qid = qid_of(s[1])
-  local st
   if not qid then
-    qid = fmt(mincr('qseq', 1))
-    rcall('HSET', K_QIDS, s[1], qid)
-    st = qnew(s[1])
+    qid = qcreate(s[1], s[2], s[3], s[4])
     created = created + 1
   else
-    st = qstate(qid)
+    local st = qstate(qid)
+    -- A lower rate applies from the last serve, not from the next: the next
+    -- allowed time moves out by the difference. (The interval keeps its
+    -- fraction of a µs, a double: it is carried, not rounded.)
+    local old_iv = st.iv
+    local new_iv = s[3]
+    if st.nx > 0 and new_iv > old_iv then
+      st.nx = math.ceil(st.nx - old_iv + new_iv)
+    end
+    st.iv = new_iv
+    st.cap = s[4]
+    qdirty(qid, st)
+    defer_hset(qid .. ':rate', s[2])
   end
-  -- A lower rate applies from the last serve, not from the next: the next
-  -- allowed time moves out by the difference. (The interval keeps its
-  -- fraction of a µs, a double: it is carried, not rounded.)
-  local old_iv = st.iv
-  local new_iv = s[3]
-  if st.nx > 0 and new_iv > old_iv then
-    st.nx = math.ceil(st.nx - old_iv + new_iv)
-  end
-  st.iv = new_iv
-  st.cap = s[4]
-  qdirty(qid, st)
-  defer_hset(qid .. ':rate', s[2])
   if activate(qid, now) then woke = true end
 end
 flush()

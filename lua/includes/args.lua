@@ -50,3 +50,14 @@ end
 local function argc(n, usage)
   if #ARGV ~= n then raise('WEIR_BAD_ARGS', 'expected ' .. n .. ' arguments (' .. usage .. '), got ' .. #ARGV) end
 end
+
+-- A queue's rate as configured ('unlimited' or requests per second) as its
+-- interval in µs (0: none). The interval keeps its fraction of a µs.
+local function rate_interval(rate_s, name)
+  if rate_s == 'unlimited' then return 0 end
+  local rate = tonumber(rate_s)
+  if rate == nil or rate ~= rate or rate < MIN_RATE or rate > MAX_RATE then
+    raise('WEIR_BAD_RATE', 'rate of queue ' .. name .. ' must be a number in [' .. MIN_RATE .. ', ' .. fmt(MAX_RATE) .. '] or unlimited, got ' .. tostring(rate_s))
+  end
+  return 1000000 / rate
+end

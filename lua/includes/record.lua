@@ -23,7 +23,7 @@
   never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
-local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of
+local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qcreate
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
@@ -103,5 +103,20 @@ do
 
   function qid_of(name)
     return rcall('HGET', K_QIDS, name)
+  end
+
+  -- A new queue named `name` (not in `qids`: the caller looked), with its
+  -- rate as configured, that rate's interval and its in-flight cap; its id
+  -- and record (dirty, so the call's HSET writes it). The caller places it
+  -- in the schedule.
+  function qcreate(name, rate_s, iv, cap)
+    local qid = fmt(mincr('qseq', 1))
+    rcall('HSET', K_QIDS, name, qid)
+    local st = qnew(name)
+    st.iv = iv
+    st.cap = cap
+    qdirty(qid, st)
+    defer_hset(qid .. ':rate', rate_s)
+    return qid, st
   end
 end

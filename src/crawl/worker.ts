@@ -8,17 +8,20 @@ import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
 import { Fetcher } from './fetch/index.js';
-import { commit, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, type LeaseContext, type Outcome } from './lease/index.js';
+import { commit, DomainQuota, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, type LeaseContext, type Outcome } from './lease/index.js';
 import { LinkFollower, Scope } from './links/index.js';
 import { WarcWriter } from './output/index.js';
 import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
 import type { Seed } from './seed/index.js';
-import { crawlKeys, decodeItem, noteFault, PauseNotes, type CrawlKeys } from './store/index.js';
+import { crawlKeys, decodeItem, DomainClaims, noteFault, PauseNotes, type CrawlKeys } from './store/index.js';
 import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
 export { WORKER_DEFAULTS };
 export type { OnPage, PageContext, WorkerOptions, WorkerSummary } from './worker-options.js';
+
+/** How long a URL waits when its domain's maxPagesPerDomain is reserved by pages still in flight (one may end in none). */
+const QUOTA_RECHECK_MS = 2000;
 
 /** A lease and what handling it decided, not yet carried out. */
 interface Decided {
@@ -37,6 +40,7 @@ export class CrawlWorker {
   private readonly fetcher: Fetcher;
   private readonly tally: Tally;
   private readonly budget: PageBudget;
+  private readonly quota: DomainQuota;
   private readonly pacer: SendPacer;
   private readonly gate: RobotsGate;
   private readonly robotsSlot: RobotsSlotDeps;
@@ -65,6 +69,7 @@ export class CrawlWorker {
     const localSeen = new LocalSeen(seed.bloom.expectedUrls);
     this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate));
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
+    this.quota = new DomainQuota(redis, this.keys.domainPages, seed.maxPagesPerDomain);
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
     this.fetcher = new Fetcher({
       archive: this.archive,
@@ -80,10 +85,11 @@ export class CrawlWorker {
     this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name), realClock, seed.sendMarginMs);
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
-    this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), options.onPage);
+    const claims = seed.otherDomains && new DomainClaims(redis, this.keys.otherDomains, seed.otherDomains.maxDomains);
+    this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), claims, this.quota, options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
     this.fetch = new UrlFetch({ pacer: this.pacer, fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
-    this.settler = new Settler({ queue: this.queue, budget: this.budget, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
+    this.settler = new Settler({ queue: this.queue, budget: this.budget, quota: this.quota, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
     options.signal?.addEventListener('abort', () => this.halt('stopped'), { once: true });
@@ -268,6 +274,15 @@ export class CrawlWorker {
       return release();
     }
     ctx.reserved = true;
-    return this.fetch.page(lease, item);
+    switch (await this.quota.reserve(lease.queue)) {
+      case 'ok':
+        ctx.domainReserved = this.quota.limited;
+        return this.fetch.page(lease, item);
+      case 'wait':
+        // (Its domain's pages in flight may yet end in none: asked again in a while.)
+        return { kind: 'retry', delayMs: QUOTA_RECHECK_MS, countAttempt: false, reason: 'maxPagesPerDomain: waiting on pages in flight', tallies: [] };
+      case 'full':
+        return commit({ status: null, error: 'maxPagesPerDomain reached' }, [['quotaSkips', 1]]);
+    }
   }
 }

@@ -160,6 +160,41 @@ describe('enqueue', () => {
     assert.equal((await q.stats(arena)).queued, 0);
   });
 
+
+  it('with create, an unknown queue is made with those limits in the enqueue itself: once under racing clients, and a known queue keeps its own', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { known: { rate: 5, maxInFlight: 3 } });
+    const clients = Array.from({ length: 4 }, () => fx.queue());
+    // Four clients meet the same new queues at once, each with its own items, one with other limits.
+    const added = await Promise.all(
+      clients.map((c, i) =>
+        Promise.all([
+          c.enqueue(arena, 'fresh', [`f${i}`], { create: { rate: 2, maxInFlight: 1 } }),
+          c.enqueue(arena, 'known', [`k${i}`], { create: { rate: 'unlimited', maxInFlight: 9 } }),
+        ]),
+      ),
+    );
+    assert.deepEqual(added.flat(), [1, 1, 1, 1, 1, 1, 1, 1]);
+    const byName = new Map((await q.allQueueStats(arena)).map((s) => [s.name, s]));
+    assert.equal(byName.size, 2, 'fresh was created once');
+    assert.deepEqual([byName.get('fresh')?.rate, byName.get('fresh')?.maxInFlight, byName.get('fresh')?.queued], [2, 1, 4]);
+    assert.deepEqual([byName.get('known')?.rate, byName.get('known')?.maxInFlight, byName.get('known')?.queued], [5, 3, 4]);
+    // The new queue is served under its rate from its first item.
+    const first = await q.dequeue(arena, { leaseMs: 5000 });
+    const second = await q.dequeue(arena, { leaseMs: 5000 });
+    assert.ok(first.lease && second.lease);
+    assert.notEqual(first.lease.queue, second.lease.queue, 'fresh is in the schedule at once, beside known');
+  });
+
+  it('a bad create spec is refused before anything is written', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await assert.rejects(q.enqueue(arena, 'b', ['x'], { create: { rate: 0 } }), { code: 'WEIR_BAD_RATE' });
+    await assert.rejects(q.enqueue(arena, 'b', ['x'], { create: { rate: 1, maxInFlight: -1 } }), { code: 'WEIR_BAD_ARGS' });
+    assert.equal((await q.stats(arena)).queues, 1);
+  });
   it('keeps exact order through chunk boundaries, mixed sizes and head pushes (checked against a model)', async () => {
     const q = fx.queue();
     const arena = freshArena();

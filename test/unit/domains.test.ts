@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isIP } from 'node:net';
-import { DomainMatcher, hostAndPort, parseDomainKey, type DomainKey } from '../../src/crawl/urls/domains.js';
+import { DomainMatcher, hostAndPort, newDomainKey, parseDomainKey, type DomainKey } from '../../src/crawl/urls/domains.js';
 describe('domain keys', () => {
   it('lowercases, punycodes IDNs, brackets IPv6, keeps ports', () => {
     const k = (s: string): string => (parseDomainKey(s) as DomainKey).key;
@@ -54,5 +54,22 @@ describe('domain matcher index', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('keys of domains found by following links', () => {
+  it('host: the host with a port that is not the default; registrable: eTLD+1 by the ICANN section of the Public Suffix List', () => {
+    const key = (u: string, k: 'host' | 'registrable'): string => newDomainKey(new URL(u), k);
+    assert.equal(key('https://www.Example.co.uk/x', 'host'), 'www.example.co.uk');
+    assert.equal(key('https://www.example.co.uk/x', 'registrable'), 'example.co.uk');
+    assert.equal(key('http://shop.example.com:8080/', 'registrable'), 'example.com:8080');
+    assert.equal(key('https://example.com:443/', 'registrable'), 'example.com');
+    // Private-section suffixes (github.io) are not split: one operator's servers, one pace.
+    assert.equal(key('https://alice.github.io/', 'registrable'), 'github.io');
+    assert.equal(key('http://localhost:3000/', 'registrable'), 'localhost:3000');
+    assert.equal(key('http://127.0.0.5:81/', 'registrable'), '127.0.0.5:81');
+    assert.equal(key('http://[::1]:81/', 'registrable'), '[::1]:81');
+    assert.equal(key('http://a.b.site3.test/', 'registrable'), 'site3.test');
+    assert.equal(key('http://xn--bcher-kva.example/', 'host'), 'xn--bcher-kva.example');
   });
 });

@@ -41,6 +41,16 @@ describe('seed files', () => {
     assert.equal(j.rateLimits['example.org'], 'unlimited');
   });
 
+  it('otherDomains: ignore by default, follow with the documented defaults, or a mapping; the stored form reads back the same', () => {
+    assert.equal(parseSeedText(seedYaml()).otherDomains, null);
+    assert.equal(parseSeedText(seedYaml('otherDomains: ignore\n')).otherDomains, null);
+    assert.deepEqual(parseSeedText(seedYaml('otherDomains: follow\n')).otherDomains, SEED_DEFAULTS.otherDomains);
+    const s = parseSeedText(seedYaml('otherDomains: { key: host, rate: 0.5, maxDomains: 20 }\nmaxPagesPerDomain: 50\n'));
+    assert.deepEqual(s.otherDomains, { key: 'host', rate: 0.5, maxInFlight: 1, maxDomains: 20 });
+    assert.equal(s.maxPagesPerDomain, 50);
+    assert.deepEqual(validateSeed(JSON.parse(JSON.stringify(storableSeed(s)))), s);
+  });
+
   it('seeds/example.yaml parses and shows every field there is (set, or commented out with its default)', async () => {
     const { readFile } = await import('node:fs/promises');
     const text = await readFile(new URL('../../seeds/example.yaml', import.meta.url), 'utf8');
@@ -72,6 +82,13 @@ describe('seed files', () => {
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nsendMarginMs: 1001', 'sendMarginMs', /whole number from 0 to 1000/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nmaxDpeth: 3', 'maxDpeth', /not a known field/],
       ['arena: a\nuserAgent: "/0.1"\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]', 'userAgent', /product token/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: yes', 'otherDomains', /"ignore", "follow" or a mapping/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { key: domain }', 'otherDomains.key', /"host" or "registrable"/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { rate: 0 }', 'otherDomains.rate', /requests per second/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { maxDomains: 0 }', 'otherDomains.maxDomains', /whole number from 1/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { maxInFlight: 1.5 }', 'otherDomains.maxInFlight', /whole number/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { maxDomain: 5 }', 'otherDomains.maxDomain', /not a known field/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nmaxPagesPerDomain: 0', 'maxPagesPerDomain', /whole number from 1/],
       ['arena: [unclosed', '', /not valid YAML/],
       ['- just\n- a list', '', /mapping/],
     ];

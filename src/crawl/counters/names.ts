@@ -29,6 +29,12 @@ export const TALLY_NAMES = [
   'dedupeHits',
   /** Of those, the ones this worker had already offered itself: not sent to Redis (dedupe/local-seen.ts). */
   'localHits',
+  /** Domains the seed does not list that this domain's pages led to first (otherDomains): each is counted once, under the page that found it. */
+  'newDomains',
+  /** Links (and redirect targets) dropped because they lead to a new domain past otherDomains.maxDomains. */
+  'domainCapDrops',
+  /** URLs not fetched because their domain had its maxPagesPerDomain. */
+  'quotaSkips',
   /** Links that could not be made into a crawlable URL. */
   'malformed',
   /** Retries after 5xx or network errors. */

@@ -44,7 +44,9 @@ export interface CrawlStats {
   arena: string;
   exists: boolean;
   drained: boolean;
-  totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; robotsBlocked: number; sitemaps: number; sitemapUrls: number };
+  totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; robotsBlocked: number; sitemaps: number; sitemapUrls: number;
+    /** Domains the seed does not list that the crawl created (otherDomains), links dropped past its maxDomains, URLs skipped past maxPagesPerDomain. */
+    newDomains: number; domainCapDrops: number; quotaSkips: number };
   domains: DomainStats[];
   bloom: {
     bits: number;
@@ -108,6 +110,9 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
       robotsBlocked: n('*', 'robots'),
       sitemaps: n('*', 'sitemaps'),
       sitemapUrls: n('*', 'sitemapUrls'),
+      newDomains: n('*', 'newDomains'),
+      domainCapDrops: n('*', 'domainCapDrops'),
+      quotaSkips: n('*', 'quotaSkips'),
     },
     domains,
     bloom,

@@ -54,3 +54,58 @@ export class PageBudget {
     return this.maxPages !== null && (await this.used()) >= this.maxPages;
   }
 }
+
+/** Domains a worker remembers as at their quota; past this many it forgets them and learns again from Redis. */
+const FULL_DOMAINS_KEPT = 100_000;
+
+/**
+ * maxPagesPerDomain, exact across every worker: a page is reserved for its
+ * domain (field "<domain>" of one hash, HINCRBY) before its fetch, kept
+ * ("<domain>:kept") when the fetch ends in a page, handed back when it does
+ * not. A URL refused while some of its domain's reservations are still in
+ * flight waits (one of them may be handed back); one refused when the
+ * domain has kept its quota is skipped, and the domain is remembered as
+ * full, so links to it are dropped before they are queued.
+ */
+export class DomainQuota {
+  private readonly full = new Set<string>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly key: string,
+    private readonly max: number | null,
+  ) {}
+
+  get limited(): boolean {
+    return this.max !== null;
+  }
+
+  /** Known (to this worker) to have kept its quota of pages. */
+  isFull(domain: string): boolean {
+    return this.full.has(domain);
+  }
+
+  /** 'ok' reserved; 'wait' refused while reservations are in flight; 'full' the domain kept its quota. */
+  async reserve(domain: string): Promise<'ok' | 'wait' | 'full'> {
+    if (this.max === null) return 'ok';
+    if (this.full.has(domain)) return 'full';
+    const n = await this.redis.hincrby(this.key, domain, 1);
+    if (n <= this.max) return 'ok';
+    await this.redis.hincrby(this.key, domain, -1);
+    const kept = Number((await this.redis.hget(this.key, `${domain}:kept`)) ?? 0);
+    if (kept < this.max) return 'wait';
+    if (this.full.size >= FULL_DOMAINS_KEPT) this.full.clear();
+    this.full.add(domain);
+    return 'full';
+  }
+
+  /** The reservation's fetch ended in a page. */
+  async keep(domain: string): Promise<void> {
+    if (this.max !== null) await this.redis.hincrby(this.key, `${domain}:kept`, 1);
+  }
+
+  /** The reservation's fetch ended in no page. */
+  async unreserve(domain: string): Promise<void> {
+    if (this.max !== null) await this.redis.hincrby(this.key, domain, -1);
+  }
+}

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { FairQueue, Lease, LeaseOutcome } from '../../queue/index.js';
-import type { PageBudget } from './budget.js';
+import type { DomainQuota, PageBudget } from './budget.js';
 import type { PauseNotes, QueuedUrl } from '../store/index.js';
 import type { CrawlMetrics, Tally } from '../counters/index.js';
 import type { Outcome } from './outcome.js';
@@ -12,6 +12,8 @@ export interface LeaseContext {
   /** null when the queue item was not written by weir. */
   item: QueuedUrl | null;
   reserved: boolean;
+  /** Holds a page reservation of its domain's maxPagesPerDomain. */
+  domainReserved?: boolean;
 }
 
 /**
@@ -25,6 +27,7 @@ export class Settler {
     private readonly deps: {
       queue: FairQueue;
       budget: PageBudget;
+      quota?: DomainQuota | undefined;
       tally: Tally;
       out?: JsonlWriter | undefined;
       metrics?: CrawlMetrics | undefined;
@@ -44,6 +47,11 @@ export class Settler {
     } finally {
       if (ctx.reserved && !kept) await this.deps.budget.unreserve();
       ctx.reserved = false;
+      if (ctx.domainReserved) {
+        ctx.domainReserved = false;
+        const quota = this.deps.quota;
+        if (quota) await (kept ? quota.keep(ctx.lease.queue) : quota.unreserve(ctx.lease.queue));
+      }
     }
   }
 

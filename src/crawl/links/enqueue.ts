@@ -1,4 +1,4 @@
-import type { FairQueue } from '../../queue/index.js';
+import type { FairQueue, QueueLimit } from '../../queue/index.js';
 import { bloomPositions, type BloomParams } from '../dedupe/index.js';
 import { encodeItem, type QueuedUrl } from '../store/index.js';
 
@@ -8,11 +8,22 @@ const DOMAINS_IN_FLIGHT = 256;
 /** URLs grouped by the domain (the queue) each goes to, in the order added. */
 export class ByDomain {
   readonly groups = new Map<string, QueuedUrl[]>();
+  /** The domains added that the seed does not list (their queues may not exist yet). */
+  readonly others = new Set<string>();
 
-  add(domain: string, url: QueuedUrl): void {
+  add(domain: string, url: QueuedUrl, other = false): void {
     const list = this.groups.get(domain);
     if (list) list.push(url);
     else this.groups.set(domain, [url]);
+    if (other) this.others.add(domain);
+  }
+
+  /** Drops a domain's URLs; how many there were. */
+  drop(domain: string): number {
+    const n = this.groups.get(domain)?.length ?? 0;
+    this.groups.delete(domain);
+    this.others.delete(domain);
+    return n;
   }
 
   /** How many URLs were added. */
@@ -31,13 +42,20 @@ export class ByDomain {
  * The one way URLs enter the queue, for kickoff and for links alike: one
  * enqueue per domain with each URL's Bloom positions (the queue drops those
  * already seen, atomically), many domains at once so the queue client
- * carries many queues in one script call. Returns how many were new.
+ * carries many queues in one script call. A domain the seed does not list
+ * is created by its enqueue with `otherLimits` (its place among
+ * maxDomains granted before: store/domain-claims.ts). Returns how many were new.
  */
-export async function enqueueUrls(queue: FairQueue, arena: string, bloom: BloomParams, batch: ByDomain): Promise<number> {
+export async function enqueueUrls(queue: FairQueue, arena: string, bloom: BloomParams, batch: ByDomain, otherLimits?: QueueLimit): Promise<number> {
   const groups = [...batch.groups];
   let enqueued = 0;
   for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
-    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).map(([domain, list]) => queue.enqueue(arena, domain, list.map(encodeItem), { dedupe: list.map((q) => bloomPositions(q.url, bloom)) }));
+    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).map(([domain, list]) =>
+      queue.enqueue(arena, domain, list.map(encodeItem), {
+        dedupe: list.map((q) => bloomPositions(q.url, bloom)),
+        ...(otherLimits && batch.others.has(domain) ? { create: otherLimits } : {}),
+      }),
+    );
     for (const n of await Promise.all(calls)) enqueued += n;
   }
   return enqueued;

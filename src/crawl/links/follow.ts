@@ -1,4 +1,6 @@
-import type { FairQueue } from '../../queue/index.js';
+import type { FairQueue, QueueLimit } from '../../queue/index.js';
+import type { DomainClaims } from '../store/index.js';
+import type { DomainQuota } from '../lease/index.js';
 import { bloomParams, type BloomParams, type LocalSeen } from '../dedupe/index.js';
 import type { FetchResult, PageText } from '../fetch/index.js';
 import { queuedUrl, type QueuedUrl } from '../store/index.js';
@@ -73,8 +75,18 @@ export class LinkFollower {
     /** What this worker has already offered to Redis (dedupe/local-seen.ts). */
     private readonly localSeen: LocalSeen,
     private readonly sitemapBudget: SitemapBudget,
+    /** Places among otherDomains.maxDomains (null: the seed follows no other domains). */
+    private readonly claims: DomainClaims | null,
+    /** maxPagesPerDomain: links to a domain known to be full are not queued. */
+    private readonly quota: DomainQuota | null,
     private readonly onPage?: OnPage,
-  ) {}
+  ) {
+    const other = seed.otherDomains;
+    this.otherLimits = other ? { rate: other.rate, maxInFlight: other.maxInFlight } : undefined;
+  }
+
+  /** The limits a new domain's queue is created with. */
+  private readonly otherLimits: QueueLimit | undefined;
 
   /** The page's hrefs to follow (nofollow honoured) and the onPage hook's extra URLs. */
   private async hrefs(item: QueuedUrl, res: FetchResult, text: PageText): Promise<{ hrefs: string[]; base: string; title: string | null; error: string | null }> {
@@ -117,25 +129,26 @@ export class LinkFollower {
         const d = this.scope.decide(n, u);
         if (!d.ok) continue;
         if (this.localSeen.has(n)) localHits++;
-        else byDomain.add(d.domain, queuedUrl(n, { depth, referrer: item.url }));
+        else byDomain.add(d.domain, queuedUrl(n, { depth, referrer: item.url }), d.other);
       }
     }
     const offered = byDomain.urls();
     // Offered from now: another page of this worker that links them meanwhile leaves them to this call.
     this.localSeen.offering(offered);
     // Remembered only once Redis has answered for them: a failed call leaves them to be offered again.
+    // (A link dropped at maxDomains is remembered too: the crawl will never take its domain.)
     const result = this.enqueueGrouped(byDomain);
     result.then(
       () => this.localSeen.settle(offered, true),
       () => this.localSeen.settle(offered, false),
     );
-    const { candidates, enqueued } = await result;
+    const { candidates, enqueued, tallies } = await result;
     return {
       links: seen.size,
       enqueued,
       title,
       error,
-      tallies: [['enqueued', enqueued], ['dedupeHits', candidates - enqueued + localHits], ['localHits', localHits], ['malformed', malformed]],
+      tallies: [['enqueued', enqueued], ['dedupeHits', candidates - enqueued + localHits], ['localHits', localHits], ['malformed', malformed], ...tallies],
     };
   }
 
@@ -155,9 +168,10 @@ export class LinkFollower {
     const batch = new ByDomain();
     // A sitemap's host vouches for where it sends its reader (one voucher is kept: the first).
     const vouchedBy = item.sitemapLevel !== null ? (item.vouchedBy ?? new URL(item.url).host) : item.vouchedBy;
-    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0, vouchedBy });
-    const n = (await this.enqueueGrouped(batch)).enqueued;
-    return { target, error: null, tallies: [['enqueued', n]] };
+    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0, vouchedBy }, d.other);
+    const { enqueued: n, tallies } = await this.enqueueGrouped(batch);
+    if (batch.count === 0) return { target, error: 'redirect target on a new domain past maxDomains', tallies };
+    return { target, error: null, tallies: [['enqueued', n], ...tallies] };
   }
 
   /**
@@ -171,12 +185,12 @@ export class LinkFollower {
    */
   async sitemaps(locs: string[], from: SitemapSource): Promise<{ enqueued: number; ignored: number }> {
     if (from.level > SITEMAP_LIMITS.maxNesting || !this.withinDepth(from.depth)) return { enqueued: 0, ignored: locs.length };
-    const wanted = new Map<string, { domain: string; item: QueuedUrl }>();
+    const wanted = new Map<string, { domain: string; other: boolean; item: QueuedUrl }>();
     const base = new URL(from.base);
     for (const loc of locs) {
       const u = normalizeToUrl(loc, base);
       const d = u && !wanted.has(u.href) && (from.hosts === null || from.hosts.includes(u.host)) ? this.scope.decideDomain(u.href, u) : null;
-      if (u && d?.ok) wanted.set(u.href, { domain: d.domain, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
+      if (u && d?.ok) wanted.set(u.href, { domain: d.domain, other: d.other, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
     }
     // Those the dedupe filter had seen (read already, or queued) cost nothing:
     // their places go back, and to the next ones listed (a few rounds at most).
@@ -186,7 +200,7 @@ export class LinkFollower {
       const granted = await this.sitemapBudget.reserveUpTo(rest.length);
       if (granted === 0) break;
       const byDomain = new ByDomain();
-      for (const w of rest.slice(0, granted)) byDomain.add(w.domain, w.item);
+      for (const w of rest.slice(0, granted)) byDomain.add(w.domain, w.item, w.other);
       rest = rest.slice(granted);
       const n = (await this.enqueueGrouped(byDomain)).enqueued;
       enqueued += n;
@@ -216,7 +230,7 @@ export class LinkFollower {
         continue;
       }
       const d = this.scope.decide(u.href, u);
-      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { depth: sitemap.depth, referrer: sitemap.url, lastmod: e.lastmod ?? null }));
+      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { depth: sitemap.depth, referrer: sitemap.url, lastmod: e.lastmod ?? null }), d.other);
     }
     const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
     return { inScope: candidates, enqueued, ignored };
@@ -226,9 +240,29 @@ export class LinkFollower {
     return this.seed.maxDepth === null || depth <= this.seed.maxDepth;
   }
 
-  /** Enqueued (links/enqueue.ts): how many were offered and how many were new. */
-  private async enqueueGrouped(byDomain: ByDomain): Promise<{ candidates: number; enqueued: number }> {
-    return { candidates: byDomain.count, enqueued: await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain) };
+  /**
+   * Enqueued (links/enqueue.ts): how many were offered and how many were
+   * new. URLs on domains the seed does not list go only to those granted a
+   * place among maxDomains (the rest are dropped from `byDomain`, counted).
+   */
+  private async enqueueGrouped(byDomain: ByDomain): Promise<{ candidates: number; enqueued: number; tallies: Tallies }> {
+    const tallies: Tallies = [];
+    if (this.quota) {
+      let full = 0;
+      for (const domain of [...byDomain.groups.keys()]) if (this.quota.isFull(domain)) full += byDomain.drop(domain);
+      if (full > 0) tallies.push(['quotaSkips', full]);
+    }
+    if (byDomain.others.size > 0) {
+      if (!this.claims) throw new Error('a URL on a domain the seed does not list, in a crawl that follows none');
+      const { granted, created, refused } = await this.claims.claim(byDomain.others);
+      let dropped = 0;
+      for (const domain of [...byDomain.others]) if (!granted.has(domain)) dropped += byDomain.drop(domain);
+      if (created > 0) tallies.push(['newDomains', created]);
+      if (refused > 0) tallies.push(['domainCapDrops', dropped]);
+    }
+    const candidates = byDomain.count;
+    const enqueued = candidates === 0 ? 0 : await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain, this.otherLimits);
+    return { candidates, enqueued, tallies };
   }
 
   private arenaBitmap(): Promise<BloomParams> {

@@ -97,18 +97,18 @@ export class RobotsFetcher {
   private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number): Promise<void> {
     const { redis, keys, seed, scope, queue } = this.deps;
     await redis.hset(keys.crawlDelays, origin, String(delaySeconds));
-    const configured = seed.rateLimits[domain];
-    if (configured === undefined) return;
+    const configured = scope.limitsOf(domain);
+    if (configured === null) return;
     // Recompute from every origin's delay, and again if another worker added one meanwhile.
     for (let i = 0; i < 3; i++) {
       const all = await redis.hgetall(keys.crawlDelays);
       const delays = Object.entries(all)
-        .filter(([o]) => scope.domainOf(`${o}/`) === domain)
+        .filter(([o]) => scope.queueOf(`${o}/`) === domain)
         .map(([, d]) => Number(d));
       // A tiny Crawl-delay (0.0000000001) must not ask for more than the queue can keep.
       const byDelay = Math.min(LIMITS.maxRate, 1 / Math.max(...delays));
-      const rate = configured === 'unlimited' ? byDelay : Math.min(configured, byDelay);
-      await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: seed.maxInFlightPerDomain } });
+      const rate = configured.rate === 'unlimited' ? byDelay : Math.min(configured.rate, byDelay);
+      await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: configured.maxInFlight } });
       const again = await redis.hgetall(keys.crawlDelays);
       if (Object.keys(again).length === Object.keys(all).length) break;
     }

@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { WeirError } from '../../errors.js';
 import { LIMITS, validateArenaName } from '../../queue/index.js';
 import { bloomParams, maxBloomItems, MAX_BLOOM_BITS } from '../dedupe/index.js';
-import { parseDomainKey, DomainMatcher, type DomainKey, normalizeUrl, compileUrlPattern } from '../urls/index.js';
+import { parseDomainKey, DomainMatcher, type DomainKey, normalizeUrl, compileUrlPattern, type NewDomainKeying } from '../urls/index.js';
 import { duplicateJsonKey, MAX_SEED_BYTES, shown } from './text.js';
 
 /** Documented defaults of the optional seed fields. */
@@ -26,7 +26,21 @@ export const SEED_DEFAULTS = {
    * whole budget for them (each index of 3 levels may list 50,000 more).
    */
   maxSitemaps: 1000,
+  /** Links to domains rateLimits does not name: followed with these when otherDomains is 'follow' or a mapping. */
+  otherDomains: { key: 'registrable', rate: 1, maxInFlight: 1, maxDomains: 1000 },
 } as const;
+
+/** How a crawl treats links to domains its rateLimits does not name: null ignores them. */
+export interface OtherDomains {
+  /** The politeness unit of a new domain: its host, or its registrable domain (eTLD+1). */
+  key: NewDomainKeying;
+  /** Requests per second to each new domain (robots.txt's Crawl-delay may slow one further). */
+  rate: SeedRate;
+  /** Fetches of one new domain in flight at once. */
+  maxInFlight: number;
+  /** Most new domains the crawl creates, across every worker; links to more are dropped and counted. */
+  maxDomains: number;
+}
 
 export type SeedRate = number | 'unlimited';
 
@@ -65,6 +79,10 @@ export interface Seed {
    * null: 25 ms.
    */
   sendMarginMs: number | null;
+  /** Links to domains rateLimits does not name: null (the seed's 'ignore') drops them; else they are followed with these limits. */
+  otherDomains: OtherDomains | null;
+  /** Pages fetched from one domain (its queue) at most, across every worker; null: no quota. */
+  maxPagesPerDomain: number | null;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -80,6 +98,7 @@ export class SeedError extends WeirError {
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
+  'otherDomains', 'maxPagesPerDomain',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -203,6 +222,25 @@ function bloomOf(v: unknown, shards: number | null): Seed['bloom'] {
   return { expectedUrls, falsePositiveRate: fp };
 }
 
+const OTHER_DOMAIN_FIELDS = new Set(['key', 'rate', 'maxInFlight', 'maxDomains']);
+
+/** 'ignore' (the default), 'follow' (with the defaults), or a mapping of the fields to follow with. */
+function otherDomainsOf(v: unknown): OtherDomains | null {
+  if (v === undefined || v === null || v === 'ignore') return null;
+  const d = SEED_DEFAULTS.otherDomains;
+  if (v === 'follow') return { ...d };
+  if (!isRecord(v)) throw new SeedError('otherDomains', `must be "ignore", "follow" or a mapping of key, rate, maxInFlight and maxDomains (to follow with), got ${shown(v)}`);
+  for (const k of Object.keys(v)) if (!OTHER_DOMAIN_FIELDS.has(k)) throw new SeedError(`otherDomains.${k}`, `is not a known field (known: ${[...OTHER_DOMAIN_FIELDS].join(', ')})`);
+  const key = v.key ?? d.key;
+  if (key !== 'host' && key !== 'registrable') throw new SeedError('otherDomains.key', `must be "host" or "registrable", got ${shown(key)}`);
+  return {
+    key,
+    rate: v.rate === undefined ? d.rate : rateOf('otherDomains.rate', v.rate),
+    maxInFlight: optional(v.maxInFlight, d.maxInFlight, (x) => int('otherDomains.maxInFlight', x, 1, 10_000)),
+    maxDomains: optional(v.maxDomains, d.maxDomains, (x) => int('otherDomains.maxDomains', x, 1, 100_000_000)),
+  };
+}
+
 const optional = <T>(v: unknown, fallback: T, check: (v: unknown) => T): T => (v === undefined ? fallback : check(v));
 const nullable = (v: unknown, check: (v: unknown) => number): number | null => (v === undefined || v === null ? null : check(v));
 
@@ -234,6 +272,8 @@ export function validateSeed(data: unknown): Seed {
     maxSitemaps: optional(data.maxSitemaps, d.maxSitemaps, (v) => int('maxSitemaps', v, 0, 10_000_000)),
     shards,
     sendMarginMs: nullable(data.sendMarginMs, (v) => int('sendMarginMs', v, 0, LIMITS.maxAheadMs)),
+    otherDomains: otherDomainsOf(data.otherDomains),
+    maxPagesPerDomain: nullable(data.maxPagesPerDomain, (v) => int('maxPagesPerDomain', v, 1, Number.MAX_SAFE_INTEGER)),
   };
 }
 

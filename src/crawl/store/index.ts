@@ -5,3 +5,4 @@ export * from './keys.js';
 export * from './owned-lock.js';
 export * from './pause-notes.js';
 export * from './faults.js';
+export * from './domain-claims.js';

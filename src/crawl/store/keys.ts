@@ -34,6 +34,10 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     faults: k('faults'),
     /** Sitemaps queued from robots.txt and index files, against the seed's maxSitemaps (links/follow.ts). */
     sitemapBudget: k('sitemapbudget'),
+    /** Domains the seed does not list that links led to (a set), against otherDomains.maxDomains (store/domain-claims.ts). */
+    otherDomains: k('otherdomains'),
+    /** Pages fetched per domain (field: domain), against maxPagesPerDomain (lease/budget.ts). */
+    domainPages: k('domainpages'),
     /** Each worker's local seen filter's false-positive rate, as it last flushed (field: worker id). */
     localFp: k('localfp'),
   };

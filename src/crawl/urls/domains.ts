@@ -1,5 +1,6 @@
 import { domainToASCII } from 'node:url';
 import { isIP } from 'node:net';
+import { getDomain } from 'tldts';
 
 /**
  * A configured domain key: the politeness unit. A URL whose host equals the
@@ -98,4 +99,22 @@ export class DomainMatcher {
     }
     return best?.key ?? null;
   }
+}
+
+/** What a domain found by following links is keyed on: its politeness unit (the seed's otherDomains.key). */
+export type NewDomainKeying = 'host' | 'registrable';
+
+/**
+ * The queue (politeness unit) of a URL on a domain the seed does not list:
+ * its host, or its registrable domain (the name under a public suffix of
+ * the Public Suffix List's ICANN section, by tldts: www.example.co.uk and
+ * shop.example.co.uk are example.co.uk; an IP address, or a name with no
+ * registrable part such as localhost, is its own key), with the port when
+ * it is not the scheme's default (another port is another server).
+ */
+export function newDomainKey(url: URL, keying: NewDomainKeying): string {
+  const { host, port } = hostAndPort(url);
+  const name = keying === 'registrable' && isIP(host) === 0 ? (getDomain(host, { allowPrivateDomains: false, extractHostname: false }) ?? host) : host;
+  const shown = isIP(name) === 6 ? `[${name}]` : name;
+  return port === DEFAULT_PORTS[url.protocol] ? shown : `${shown}:${port}`;
 }
