@@ -21,7 +21,7 @@
   it in `items` as "<qid>:<tc>": it moves on the queue's first touch.
 ]]
 --@include "record"
-local HEADC, TAILC, qfetch, flush_items, push_tail, push_front, take_head
+local HEADC, TAILC, qfetch, flush_items, push_tail, push_front, take_head, drop_items
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- A chunk is sealed before it would pass this many bytes (so it stays within
@@ -187,6 +187,31 @@ do
       head.dirty = true
     end
     return head.data
+  end
+
+  -- Drops every item queued in a queue (its front stack and its chunks) and
+  -- returns how many there were; the queue is left empty as a read-through
+  -- queue is (a fresh open chunk next). Deletes in slices: a queue of n
+  -- items has n / CHUNK_ITEMS chunks or more. The caller keeps `queued`.
+  function drop_items(qid, st)
+    local n = st.q
+    local fields = {}
+    for k = 1, st.fn do fields[#fields + 1] = qid .. ':f' .. fmt(k) end
+    -- (Sealed chunks hc .. tc-1 are in `items`, but for the one being read,
+    -- which may be in "<qid>:h": emptied below.)
+    for c = st.hc, st.tc - 1 do fields[#fields + 1] = qid .. ':' .. fmt(c) end
+    for i = 1, #fields, 1000 do
+      rcall('HDEL', K_ITEMS, unpack(fields, i, mmin(i + 999, #fields)))
+    end
+    local tail = open_tail(qid, st)
+    tail.parts = {}
+    tail.dirty = true
+    HEADC[qid] = { data = nil, dirty = true }
+    st.tc = st.tc + 1
+    st.hc = st.tc
+    st.ho, st.tn, st.tb, st.fn, st.q = 0, 0, 0, 0, 0
+    qdirty(qid, st)
+    return n
   end
 
   -- Takes the item at the head: the front stack first, then the head chunk.

@@ -69,7 +69,13 @@ export class CrawlWorker {
     const localSeen = new LocalSeen(seed.bloom.expectedUrls);
     this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate));
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
-    this.quota = new DomainQuota(redis, this.keys.domainPages, seed.maxPagesPerDomain);
+    // A full domain's queued URLs are dropped at once (each would take a rate slot only to be skipped).
+    this.quota = new DomainQuota(redis, this.keys.domainPages, seed.maxPagesPerDomain, (domain) => {
+      this.queue.purge(seed.arena, domain).then(
+        (n) => this.tally.add(domain, 'quotaSkips', n),
+        (err: unknown) => this.log?.warn({ err, domain }, 'dropping the queued URLs of a domain at its maxPagesPerDomain failed: they are skipped as they come'),
+      );
+    });
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
     this.fetcher = new Fetcher({
       archive: this.archive,

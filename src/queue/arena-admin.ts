@@ -183,6 +183,15 @@ export class ArenaAdmin {
   }
 
   /**
+   * Drops every item queued in `queue`, at once (its leases and delayed
+   * retries end as they would; its limits stay). Returns how many were dropped.
+   */
+  async purge(arena: string, queue: string): Promise<number> {
+    checkName('queue name', queue);
+    return Number(await this.run('purge', this.tagOf(await this.layout(arena), queue), [queue]));
+  }
+
+  /**
    * Moves the end of a pause this caller set (`pause` returned `end`) to
    * `ms` from now, earlier or later, unless another pause has moved it since.
    * Returns the pause's end now, and whether it was this caller's move (when

@@ -16,6 +16,7 @@ export const SCRIPT_NAMES = [
   'retry',
   'fail',
   'pause',
+  'purge',
   'sent',
   'hold',
   'dead',

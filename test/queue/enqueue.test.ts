@@ -24,6 +24,10 @@ function blockedPositions(item: string): number[] {
   return p.map((x) => block + (x % 512));
 }
 
+/** The fields of an arena's item storage (sealed chunks, items put back). */
+const redisItems = (arena: string): Promise<string[]> => fx.redis.hkeys(arenaKey('weir', arena, 'items'));
+const qidOf = async (arena: string, queue: string): Promise<string> => String(await fx.redis.hget(arenaKey('weir', arena, 'qids'), queue));
+
 describe('enqueue', () => {
   it('appends in order and counts what it added', async () => {
     const q = fx.queue();
@@ -185,6 +189,49 @@ describe('enqueue', () => {
     const second = await q.dequeue(arena, { leaseMs: 5000 });
     assert.ok(first.lease && second.lease);
     assert.notEqual(first.lease.queue, second.lease.queue, 'fresh is in the schedule at once, beside known');
+  });
+
+  it('purge drops every queued item (chunks and items put back) at once, leaves leases and other queues, and the queue takes items again', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' }, b: { rate: 'unlimited' } });
+    // Several sealed chunks, an open one, and two items put back at the head.
+    assert.equal(await q.enqueue(arena, 'a', Array.from({ length: 700 }, (_, i) => `a${i}-${'x'.repeat(i % 40)}`)), 700);
+    await q.enqueue(arena, 'b', ['b0', 'b1']);
+    // Three leases of a (b's, taken in turn between them, are held too).
+    const held: Lease[] = [];
+    while (held.filter((l) => l.queue === 'a').length < 3) {
+      const r = await q.dequeue(arena, { leaseMs: 60_000 });
+      assert.ok(r.lease);
+      held.push(r.lease);
+    }
+    const [back1, back2, ...kept] = held.filter((l) => l.queue === 'a');
+    assert.ok(back1 && back2 && kept.length === 1);
+    await q.release(back1);
+    await q.release(back2);
+    const before = await q.stats(arena);
+    assert.equal(await q.purge(arena, 'a'), 699, 'every queued item of a: 700 less the one still leased');
+    assert.equal(await q.purge(arena, 'a'), 0);
+    assert.equal(await q.purge(arena, 'nope'), 0);
+    const after = await q.stats(arena);
+    assert.equal(after.queued, before.queued - 699);
+    assert.equal(after.leased, before.leased);
+    const items = await redisItems(arena);
+    const qid = await qidOf(arena, 'a');
+    assert.ok(items.every((f) => !f.startsWith(`${qid}:`)), `no item storage of a left: ${items.join(' ')}`);
+    // The lease still held commits; a takes new items, in order; b was untouched.
+    assert.equal(await q.commit(kept[0] as Lease), 'ok');
+    await q.enqueue(arena, 'a', ['n1', 'n2']);
+    const got: string[] = [];
+    for (;;) {
+      const r = await q.dequeue(arena);
+      if (!r.lease) break;
+      got.push(r.lease.item);
+      await q.commit(r.lease);
+    }
+    assert.deepEqual(got.filter((i) => i.startsWith('n')), ['n1', 'n2']);
+    assert.equal(got.filter((i) => i.startsWith('a')).length, 0);
+    assert.equal((await q.stats(arena)).queued, 0);
   });
 
   it('a bad create spec is refused before anything is written', async () => {

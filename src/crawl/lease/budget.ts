@@ -65,7 +65,7 @@ const FULL_DOMAINS_KEPT = 100_000;
  * not. A URL refused while some of its domain's reservations are still in
  * flight waits (one of them may be handed back); one refused when the
  * domain has kept its quota is skipped, and the domain is remembered as
- * full, so links to it are dropped before they are queued.
+ * full (onFull), so links to it are dropped before they are queued.
  */
 export class DomainQuota {
   private readonly full = new Set<string>();
@@ -74,6 +74,8 @@ export class DomainQuota {
     private readonly redis: RedisClient,
     private readonly key: string,
     private readonly max: number | null,
+    /** Called once per domain as this worker learns it is full (the worker drops its queued URLs then). */
+    private readonly onFull: (domain: string) => void = () => undefined,
   ) {}
 
   get limited(): boolean {
@@ -96,6 +98,7 @@ export class DomainQuota {
     if (kept < this.max) return 'wait';
     if (this.full.size >= FULL_DOMAINS_KEPT) this.full.clear();
     this.full.add(domain);
+    this.onFull(domain);
     return 'full';
   }
 
