@@ -28,6 +28,16 @@ function blockedPositions(item: string): number[] {
 const redisItems = (arena: string): Promise<string[]> => fx.redis.hkeys(arenaKey('weir', arena, 'items'));
 const qidOf = async (arena: string, queue: string): Promise<string> => String(await fx.redis.hget(arenaKey('weir', arena, 'qids'), queue));
 
+/** Every lease the arena serves now, in order, each committed. */
+async function takeAll(q: FairQueue, arena: string): Promise<Lease[]> {
+  const got: Lease[] = [];
+  for (let r = await q.dequeue(arena); r.lease; r = await q.dequeue(arena)) {
+    got.push(r.lease);
+    await q.commit(r.lease);
+  }
+  return got;
+}
+
 describe('enqueue', () => {
   it('appends in order and counts what it added', async () => {
     const q = fx.queue();
@@ -35,13 +45,7 @@ describe('enqueue', () => {
     await q.setLimits(arena, { a: { rate: 'unlimited' } });
     assert.equal(await q.enqueue(arena, 'a', ['1', '2', '3']), 3);
     assert.equal(await q.enqueue(arena, 'a', ['4']), 1);
-    const got: string[] = [];
-    for (;;) {
-      const r = await q.dequeue(arena);
-      if (!r.lease) break;
-      got.push(r.lease.item);
-      await q.commit(r.lease);
-    }
+    const got = (await takeAll(q, arena)).map((l) => l.item);
     assert.deepEqual(got, ['1', '2', '3', '4']);
   });
 
@@ -145,12 +149,7 @@ describe('enqueue', () => {
     // q_{i+1}'s first, so q_i keeps it and q_{i+1}'s own is dropped; q49's third is q0's first.
     assert.deepEqual(added, names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)));
     const seen = new Map<string, string[]>();
-    for (;;) {
-      const r = await q.dequeue(arena);
-      if (!r.lease) break;
-      seen.set(r.lease.queue, [...(seen.get(r.lease.queue) ?? []), r.lease.item]);
-      await q.commit(r.lease);
-    }
+    for (const l of await takeAll(q, arena)) seen.set(l.queue, [...(seen.get(l.queue) ?? []), l.item]);
     assert.deepEqual(seen.get('q0'), ['q0/1', 'q0/2', 'q1/1']);
     assert.deepEqual(seen.get('q3'), ['q3/2', 'q4/1']);
     assert.deepEqual(seen.get('q49'), ['q49/2']);
@@ -222,13 +221,7 @@ describe('enqueue', () => {
     // The lease still held commits; a takes new items, in order; b was untouched.
     assert.equal(await q.commit(kept[0] as Lease), 'ok');
     await q.enqueue(arena, 'a', ['n1', 'n2']);
-    const got: string[] = [];
-    for (;;) {
-      const r = await q.dequeue(arena);
-      if (!r.lease) break;
-      got.push(r.lease.item);
-      await q.commit(r.lease);
-    }
+    const got = (await takeAll(q, arena)).map((l) => l.item);
     assert.deepEqual(got.filter((i) => i.startsWith('n')), ['n1', 'n2']);
     assert.equal(got.filter((i) => i.startsWith('a')).length, 0);
     assert.equal((await q.stats(arena)).queued, 0);
