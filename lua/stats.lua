@@ -11,7 +11,7 @@
               maxAttempts, dedupeBits, dedupeHashes, schemaVersion, expired}
     nextCursor = 0 when the page reached the last queue
     rows = per queue {name, rate, maxInFlight, queued, leased, delayed, done,
-           dead, nextEligibleMs, pausedUntilMs, held}
+           dead, nextEligibleMs, pausedUntilMs, held, intervalUs (in force: pace.lua)}
 ]]
 --@include "arena"
 
@@ -43,6 +43,7 @@ for i = 1, #fields, 2 do
   rows[#rows + 1] = {
     st.name, got[i + 1] or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
     fmt(st.done), fmt(st.dead), fmt(mfloor(mmax(st.nx, st.p) / 1000)), fmt(mfloor(st.p / 1000)), fmt(st.hold),
+    sformat('%.3f', st.iv),
   }
 end
 local next_cursor = 0

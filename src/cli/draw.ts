@@ -21,7 +21,8 @@ export function formatStats(s: CrawlStats): string {
     d.failed,
     d.dead,
     d.robotsBlocked,
-    rate(d.rateLimit),
+    // (A learned pace slower than the limit is shown beside it.)
+    d.pace !== d.rateLimit ? `${rate(d.rateLimit)} (pace ${rate(d.pace)})` : rate(d.rateLimit),
     `${d.achievedRate.toFixed(2)}/s`,
     d.held ? 'held' : d.nextEligibleAt > s.now ? `in ${((d.nextEligibleAt - s.now) / 1000).toFixed(2)}s` : d.queued > 0 ? 'now' : '-',
     d.waitingFor,

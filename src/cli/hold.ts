@@ -2,15 +2,22 @@ import type { CommandContext } from './context.js';
 import { EXIT } from './exit.js';
 import { withQueue } from './redis.js';
 import { UsageError } from './usage.js';
+import { isWeirError } from '../errors.js';
 
 /** `weir hold SEED [DOMAIN]` and `weir unhold SEED [DOMAIN]`. */
 export async function cmdHold({ seed, url }: CommandContext, hold: boolean, domain: string | undefined): Promise<number> {
-  if (domain !== undefined && !Object.hasOwn(seed.rateLimits, domain)) {
+  // (An outward crawl's domains are its queues, found as it goes: the queue says whether it has one.)
+  if (domain !== undefined && !Object.hasOwn(seed.rateLimits, domain) && !seed.otherDomains) {
     throw new UsageError(`${domain} is not a domain of ${seed.arena} (domains: ${Object.keys(seed.rateLimits).join(', ')})`);
   }
   return withQueue(url, async (_redis, queue) => {
-    if (hold) await queue.hold(seed.arena, domain);
-    else await queue.unhold(seed.arena, domain);
+    try {
+      if (hold) await queue.hold(seed.arena, domain);
+      else await queue.unhold(seed.arena, domain);
+    } catch (err) {
+      if (isWeirError(err, 'WEIR_UNKNOWN_QUEUE')) throw new UsageError(`${domain ?? ''} is not a domain of ${seed.arena}: neither in its rateLimits nor found by its crawl so far`);
+      throw err;
+    }
     process.stdout.write(`${hold ? 'held' : 'released the hold on'} ${domain ?? `the whole arena ${seed.arena}`}${hold ? ': no dequeues until unhold; leases out are untouched' : ''}\n`);
     return EXIT.ok;
   });

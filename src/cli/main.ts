@@ -82,7 +82,9 @@ export async function main(argv: string[]): Promise<number> {
  * lanes those fill only costs a process's start-up and a JIT of its own
  * (one origin: 1.45× the CPU per page with 2 workers as with 1, no faster).
  */
-export function workersToFill(seed: Pick<Seed, 'rateLimits' | 'maxInFlightPerDomain'>, concurrency: number, cores: number): number {
+export function workersToFill(seed: Pick<Seed, 'rateLimits' | 'maxInFlightPerDomain'> & Partial<Pick<Seed, 'otherDomains'>>, concurrency: number, cores: number): number {
+  // (A crawl that follows other domains may have any number: one worker per core.)
+  if (seed.otherDomains) return Math.max(1, cores);
   const inFlight = Object.keys(seed.rateLimits).length * seed.maxInFlightPerDomain;
   return Math.max(1, Math.min(cores, Math.ceil(inFlight / concurrency)));
 }

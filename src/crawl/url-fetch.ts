@@ -2,7 +2,7 @@ import { isWeirError } from '../errors.js';
 import type { Lease } from '../queue/index.js';
 import type { CrawlMetrics } from './counters/index.js';
 import { type Fetcher, isHtml, type FetchOptions, type FetchResult, pageText } from './fetch/index.js';
-import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, type Outcome, type SendPacer } from './lease/index.js';
+import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, type Outcome, type SendPacer, type SitePace } from './lease/index.js';
 import { type LinkFollower, SITEMAP_LIMITS, SitemapReader, sitemapHosts } from './links/index.js';
 import type { PageRecord } from './output/index.js';
 import { encodeItem, type QueuedUrl } from './store/index.js';
@@ -10,6 +10,8 @@ import { encodeItem, type QueuedUrl } from './store/index.js';
 /** What fetching a URL in its slot needs of the worker. */
 export interface UrlFetchDeps {
   pacer: SendPacer;
+  /** Each fetch's time and health, for the domain's learned pace (seed adaptivePace). */
+  pace: SitePace;
   fetcher: Fetcher;
   links: LinkFollower;
   /** The worker's fetches stop with this (stopping: the lease goes back). */
@@ -20,6 +22,9 @@ export interface UrlFetchDeps {
   retryBaseMs?: number | undefined;
   pacingFloorMs?: number | undefined;
 }
+
+/** Fetch errors that tell of a site under strain, for its learned pace. */
+const SITE_STRAIN = ['WEIR_TIMEOUT', 'WEIR_CONNECT', 'WEIR_RESET', 'WEIR_NETWORK'] as const;
 
 const looksLikeHtml = (text: string): boolean => /^\s*<(!doctype html|html|head|body)/i.test(text.slice(0, 512));
 
@@ -45,13 +50,17 @@ export class UrlFetch {
       const res = await this.d.fetcher.fetch(url, { ...opts, signal: this.d.signal, gate: send });
       this.d.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
       this.d.tally.add(lease.queue, 'bytes', res.bytes);
+      await this.d.pace.observe(lease.queue, res.elapsedMs, res.status < 500 && res.status !== 429);
       return res;
     } catch (err) {
       // The archive failed: the worker's fault, not the site's (the worker decides: worker.ts).
       if (isWeirError(err, 'WEIR_WARC')) throw err;
       // Not sent: stopping, or too late for its slot (counted by the pacer).
       if (this.d.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
-      this.d.metrics?.fetchSeconds.observe(((err as { elapsedMs?: number }).elapsedMs ?? 0) / 1000);
+      const elapsedMs = (err as { elapsedMs?: number }).elapsedMs ?? 0;
+      this.d.metrics?.fetchSeconds.observe(elapsedMs / 1000);
+      // (A site that times out, refuses or drops connections is struggling; a name that does not resolve, or bad TLS, says nothing of its load.)
+      if (SITE_STRAIN.some((code) => isWeirError(err, code))) await this.d.pace.observe(lease.queue, elapsedMs, false);
       return fetchFailed(err, lease.attempt, this.d.retryBaseMs);
     } finally {
       send.done();

@@ -8,7 +8,7 @@ import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
 import { Fetcher } from './fetch/index.js';
-import { commit, DomainQuota, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, type LeaseContext, type Outcome } from './lease/index.js';
+import { commit, DomainQuota, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, SitePace, type LeaseContext, type Outcome } from './lease/index.js';
 import { LinkFollower, Scope } from './links/index.js';
 import { WarcWriter } from './output/index.js';
 import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
@@ -67,7 +67,8 @@ export class CrawlWorker {
     });
     this.keys = crawlKeys(seed.arena, this.queue);
     const localSeen = new LocalSeen(seed.bloom.expectedUrls);
-    this.tally = new Tally(options.metrics, new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate));
+    const history = new HistoryWriter(this.keys, () => this.queue.clock.toRedis(performance.now()), () => localSeen.falsePositiveRate);
+    this.tally = new Tally(options.metrics, history);
     this.budget = new PageBudget(redis, this.keys.pages, seed.maxPages);
     // A full domain's queued URLs are dropped at once (each would take a rate slot only to be skipped).
     this.quota = new DomainQuota(redis, this.keys.domainPages, seed.maxPagesPerDomain, (domain) => {
@@ -94,7 +95,7 @@ export class CrawlWorker {
     const claims = seed.otherDomains && new DomainClaims(redis, this.keys.otherDomains, seed.otherDomains.maxDomains);
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), claims, this.quota, options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
-    this.fetch = new UrlFetch({ pacer: this.pacer, fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
+    this.fetch = new UrlFetch({ pacer: this.pacer, pace: new SitePace(this.queue, seed.arena, seed.adaptivePace, (domain, rate) => history.pace(domain, rate)), fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
     this.settler = new Settler({ queue: this.queue, budget: this.budget, quota: this.quota, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);

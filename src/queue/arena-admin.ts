@@ -14,7 +14,7 @@ import { holdsForReport, LIMITS } from './limits.js';
 import { decodeDead, decodeOutcome, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
-import type { ArenaStats, DeadItem, Lease, LeaseOutcome, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
+import type { ArenaStats, DeadItem, Lease, LeaseOutcome, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
 
 export class ArenaAdmin {
   protected readonly scripts: ScriptRunner;
@@ -180,6 +180,23 @@ export class ArenaAdmin {
     checkName('queue name', queue);
     checkInt('ms', ms, 0, LIMITS.maxDelayMs);
     return Number(await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, '']));
+  }
+
+  /**
+   * Tells how a request to `queue`'s site went (`ms` it took, `healthy`:
+   * not a 5xx, 429, timeout or failed connection): the queue's interval
+   * learns from it, for every caller (lua/pace.lua states the rule).
+   * Returns the interval in force, ms (0: none), or null when the queue
+   * does not exist.
+   */
+  async reportPace(arena: string, queue: string, report: PaceReport): Promise<number | null> {
+    checkName('queue name', queue);
+    const ms = checkInt('ms', Math.round(report.ms), 0, LIMITS.maxDelayMs);
+    const { delayFactor, maxDelayMs } = report;
+    if (!(delayFactor >= 0 && delayFactor <= 1000)) bad(`delayFactor must be a number in [0, 1000], got ${String(delayFactor)}`);
+    checkInt('maxDelayMs', maxDelayMs, 1, LIMITS.maxDelayMs);
+    const us = Number(await this.run('pace', this.tagOf(await this.layout(arena), queue), [queue, ms, report.healthy ? '1' : '0', delayFactor, maxDelayMs]));
+    return us < 0 ? null : us / 1000;
   }
 
   /**

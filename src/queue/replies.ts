@@ -97,7 +97,7 @@ export interface StatsReply {
 }
 
 const TOTALS = ['queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'queues', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'schema', 'expired'] as const;
-const ROW = ['name', 'rate', 'maxInFlight', 'queued', 'leased', 'delayed', 'done', 'dead', 'nextEligibleAt', 'pausedUntil', 'held'] as const;
+const ROW = ['name', 'rate', 'maxInFlight', 'queued', 'leased', 'delayed', 'done', 'dead', 'nextEligibleAt', 'pausedUntil', 'held', 'intervalUs'] as const;
 
 function named<K extends string>(names: readonly K[], values: unknown[]): Record<K, string> {
   return Object.fromEntries(names.map((n, i) => [n, values[i] === undefined || values[i] === null ? '' : String(values[i] as string | number)])) as Record<K, string>;
@@ -129,6 +129,8 @@ export function decodeStats(r: unknown): StatsReply {
     return {
       name: f.name,
       rate: f.rate === 'unlimited' ? 'unlimited' : num(f.rate),
+      // (Six significant digits: the interval is stored to the µs.)
+      pace: num(f.intervalUs) > 0 ? Number((1e6 / num(f.intervalUs)).toPrecision(6)) : 'unlimited',
       maxInFlight: num(f.maxInFlight),
       queued: num(f.queued),
       leased: num(f.leased),

@@ -16,6 +16,7 @@ export const SCRIPT_NAMES = [
   'retry',
   'fail',
   'pause',
+  'pace',
   'purge',
   'sent',
   'hold',

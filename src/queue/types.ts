@@ -88,9 +88,24 @@ export interface ArenaStats {
 }
 
 /** One queue's stats. */
+/** How a request to a queue's site went, and the bounds its learned pace keeps (FairQueue.reportPace, lua/pace.lua). */
+export interface PaceReport {
+  /** How long the request took, ms. */
+  ms: number;
+  /** False for a 5xx, a 429, a timeout or a failed connection. */
+  healthy: boolean;
+  /** The target interval is this × the smoothed request time (Heritrix's delayFactor). */
+  delayFactor: number;
+  /** The longest interval the pace may reach, ms. */
+  maxDelayMs: number;
+}
+
 export interface QueueStats {
   name: string;
+  /** As configured (setLimits, a Crawl-delay). */
   rate: Rate;
+  /** In force now: the configured rate, or slower when the queue's pace learned one (reportPace). */
+  pace: Rate;
   maxInFlight: number;
   queued: number;
   leased: number;

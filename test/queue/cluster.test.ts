@@ -66,6 +66,10 @@ describe('Redis Cluster', () => {
       assert.equal(await q.requeueDead(arena, 5), 1);
       assert.equal(await noopRunner(client).run('noop', arenaKeys('weir', arena), [1, 2]), 2);
       assert.ok((await q.repause(arena, 's1', await q.pause(arena, 's1', 1000), 0)).end > 0);
+      // A queue made by its first items; its pace learned from a report; its items purged.
+      assert.equal(await q.enqueue(arena, 's3', ['f', 'g'], { create: { rate: 100, maxInFlight: 1 } }), 2);
+      assert.equal(await q.reportPace(arena, 's3', { ms: 30, healthy: true, delayFactor: 2, maxDelayMs: 1000 }), 60);
+      assert.equal(await q.purge(arena, 's3'), 2);
       // Drain what is left, delayed retry included; s1's sends reported (a send window).
       await sleep(30);
       const ac = new AbortController();
@@ -78,7 +82,7 @@ describe('Redis Cluster', () => {
         await q.commit(l);
       }
       const page = await q.queueStats(arena);
-      assert.equal(page.queues.length, 2);
+      assert.equal(page.queues.length, 3);
       assert.equal((await q.stats(arena)).done, 5);
       await q.destroy(arena);
     }

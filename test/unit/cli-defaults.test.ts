@@ -16,4 +16,10 @@ describe('weir crawl --workers default', () => {
     assert.equal(workersToFill(seed(10, 2), 16, 8), 2, '20 in flight: two workers of 16');
     assert.equal(workersToFill(seed(1000, 4), 16, 8), 8);
   });
+
+  it('a crawl that follows other domains may reach any number: a worker per core', () => {
+    const outward = { ...seed(1, 2), otherDomains: { key: 'host' as const, rate: 1, maxInFlight: 1, maxDomains: 100 } };
+    assert.equal(workersToFill(outward, 16, 4), 4);
+    assert.equal(workersToFill({ ...outward, otherDomains: null }, 16, 4), 1);
+  });
 });

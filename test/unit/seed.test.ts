@@ -49,6 +49,9 @@ describe('seed files', () => {
     assert.deepEqual(s.otherDomains, { key: 'host', rate: 0.5, maxInFlight: 1, maxDomains: 20 });
     assert.equal(s.maxPagesPerDomain, 50);
     assert.deepEqual(validateSeed(JSON.parse(JSON.stringify(storableSeed(s)))), s);
+    assert.equal(s.adaptivePace, null, 'adaptivePace is off by default');
+    assert.deepEqual(parseSeedText(seedYaml('adaptivePace: true\n')).adaptivePace, SEED_DEFAULTS.adaptivePace);
+    assert.deepEqual(parseSeedText(seedYaml('adaptivePace: { delayFactor: 0.5 }\n')).adaptivePace, { delayFactor: 0.5, maxDelayMs: 30_000 });
   });
 
   it('seeds/example.yaml parses and shows every field there is (set, or commented out with its default)', async () => {
@@ -89,6 +92,10 @@ describe('seed files', () => {
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { maxInFlight: 1.5 }', 'otherDomains.maxInFlight', /whole number/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\notherDomains: { maxDomain: 5 }', 'otherDomains.maxDomain', /not a known field/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nmaxPagesPerDomain: 0', 'maxPagesPerDomain', /whole number from 1/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: fast', 'adaptivePace', /true, false or a mapping/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: { delayFactor: -1 }', 'adaptivePace.delayFactor', /number from 0 to 1000/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: { maxDelayMs: 0 }', 'adaptivePace.maxDelayMs', /whole number from 1/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: { factor: 2 }', 'adaptivePace.factor', /not a known field/],
       ['arena: [unclosed', '', /not valid YAML/],
       ['- just\n- a list', '', /mapping/],
     ];

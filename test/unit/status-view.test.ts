@@ -4,7 +4,7 @@ import { waitReason, type DomainStats } from '../../src/crawl/counters/stats.js'
 import type { QueueStats } from '../../src/queue/index.js';
 import { parseViewQuery, selectRows, ViewQueryError } from '../../src/status/view.js';
 
-const q = (over: Partial<QueueStats>): QueueStats => ({ name: 'a', rate: 2, maxInFlight: 0, queued: 3, leased: 0, delayed: 0, done: 0, dead: 0, nextEligibleAt: 0, pausedUntil: 0, held: false, ...over });
+const q = (over: Partial<QueueStats>): QueueStats => ({ name: 'a', rate: 2, pace: 2, maxInFlight: 0, queued: 3, leased: 0, delayed: 0, done: 0, dead: 0, nextEligibleAt: 0, pausedUntil: 0, held: false, ...over });
 
 describe('why a domain waits', () => {
   const now = 10_000;

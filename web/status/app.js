@@ -1,6 +1,6 @@
 // weir's live status page: polls /api/view every 2 s and draws the arena's
 // totals, its pages per second, a page of the domain table (each visible
-// domain's requests per second plotted against its limit, with uPlot) and
+// domain's requests per second plotted against its limit and, with adaptivePace, its learned pace, with uPlot) and
 // the dead letter's first page. Text from Redis (domain names, URLs,
 // reasons) only ever goes into textContent.
 'use strict';
@@ -66,7 +66,10 @@
     const { skip, xs } = shown(v);
     const ys = (v.history.domains[row.domain] ?? []).slice(skip);
     const limit = row.rateLimit === 'unlimited' ? null : row.rateLimit;
-    const data = [xs, ys, ys.map(() => limit)];
+    // The pace adaptivePace learned, bucket by bucket, held until the next report (none: no line).
+    let held = null;
+    const paces = (v.history.paces?.[row.domain] ?? []).slice(skip).map((p) => (held = p === null ? held : p === 0 ? null : p));
+    const data = [xs, ys, ys.map(() => limit), ys.map((_, i) => paces[i] ?? null)];
     let chart = charts.get(row.domain);
     if (chart && chart.root.isConnected && chart.root.parentElement === cell) {
       chart.setData(data);
@@ -77,8 +80,8 @@
       width: 190, height: 42, legend: { show: false }, cursor: { show: false },
       axes: [{ show: false }, { show: false }],
       // Room above both the line and the limit, whatever later data brings.
-      scales: { x: { time: true }, y: { range: (u) => [0, 1.2 * Math.max(0.1, ...u.data[1], ...u.data[2].map((l) => l ?? 0))] } },
-      series: [{}, { label: 'requests/s', stroke: '#2a9d8f', width: 1.5 }, { label: 'limit', stroke: '#c0392b', width: 1, dash: [4, 3] }],
+      scales: { x: { time: true }, y: { range: (u) => [0, 1.2 * Math.max(0.1, ...u.data[1], ...[...u.data[2], ...u.data[3]].map((l) => l ?? 0))] } },
+      series: [{}, { label: 'requests/s', stroke: '#2a9d8f', width: 1.5 }, { label: 'limit', stroke: '#c0392b', width: 1, dash: [4, 3] }, { label: 'learned pace', stroke: '#e67e22', width: 1 }],
     }, data, cell);
     charts.set(row.domain, chart);
     return chart;

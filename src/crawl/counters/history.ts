@@ -29,8 +29,13 @@ const REQUESTS: ReadonlySet<TallyName> = new Set(['pages', 'redirects', 'robotsF
 /** The arena's field in a bucket: its pages. */
 export const ARENA_FIELD = '*';
 
+/** A domain's field for the pace in force (requests/s, adaptivePace) in a bucket: its last report's. */
+const paceField = (domain: string): string => `~${domain}`;
+
 export class HistoryWriter {
   private pending = new Map<number, Map<string, number>>();
+  /** The pace in force each domain's last report in each bucket came back with (set, not added: every worker reports the same queue's). */
+  private paces = new Map<number, Map<string, number>>();
 
   constructor(
     private readonly keys: Pick<CrawlKeys, 'history' | 'workers' | 'localFp'>,
@@ -50,22 +55,37 @@ export class HistoryWriter {
     if (name === 'pages') fields.set(ARENA_FIELD, (fields.get(ARENA_FIELD) ?? 0) + n);
   }
 
+  /** The pace in force for `domain` now, requests/s (0: unlimited), as adaptivePace learned it. */
+  pace(domain: string, rate: number): void {
+    const bucket = Math.floor(this.now() / HISTORY.bucketMs);
+    let fields = this.paces.get(bucket);
+    if (!fields) this.paces.set(bucket, (fields = new Map<string, number>()));
+    fields.set(domain, rate);
+  }
+
   /** Moves this flush's history counts into `adds`; returns each bucket's key and expiry, for `heartbeat` once the counts are written. */
   takeCounts(adds: FieldAdds): [string, number][] {
     const ttlMs = HISTORY.bucketMs * (HISTORY.buckets + 1);
-    const expiries: [string, number][] = [];
+    const expiries = new Map<string, number>();
     for (const [bucket, fields] of this.pending) {
       const key = this.keys.history(bucket);
       for (const [field, n] of fields) addTo(adds, key, field, n);
-      expiries.push([key, (bucket + 1) * HISTORY.bucketMs + ttlMs]);
+      expiries.set(key, (bucket + 1) * HISTORY.bucketMs + ttlMs);
     }
+    for (const bucket of this.paces.keys()) expiries.set(this.keys.history(bucket), (bucket + 1) * HISTORY.bucketMs + ttlMs);
     this.pending = new Map();
-    return expiries;
+    return [...expiries];
   }
 
-  /** Adds the buckets' expiries (after their counts: an expiry set on a bucket not written yet is lost) and the worker's heartbeat to `p`. */
+  /**
+   * Adds the paces, the buckets' expiries (after their counts and paces: an
+   * expiry set on a bucket not written yet is lost) and the worker's
+   * heartbeat to `p`.
+   */
   heartbeat(p: ChainableCommander, expiries: [string, number][]): void {
     const now = this.now();
+    for (const [bucket, fields] of this.paces) p.hset(this.keys.history(bucket), ...[...fields].flatMap(([domain, rate]) => [paceField(domain), String(rate)]));
+    this.paces = new Map();
     for (const [key, at] of expiries) p.pexpireat(key, at);
     p.zadd(this.keys.workers, Math.round(now), this.workerId);
     // Kept after the worker ends: URLs its filter dropped stay dropped, so status takes the largest.
@@ -80,6 +100,8 @@ export interface History {
   from: number;
   /** Requests per second per asked domain, one value per complete bucket. */
   domains: Record<string, number[]>;
+  /** The pace in force (requests/s, 0: unlimited) per asked domain whose adaptivePace reported in the window, per bucket (null: no report in it). */
+  paces: Record<string, (number | null)[]>;
   /** The arena's pages per second, one value per complete bucket. */
   pages: number[];
 }
@@ -88,7 +110,7 @@ export interface History {
 export async function readHistory(redis: RedisClient, keys: Pick<CrawlKeys, 'history'>, domains: string[], now: number): Promise<History> {
   const last = Math.floor(now / HISTORY.bucketMs) - 1;
   const first = last - HISTORY.buckets + 1;
-  const fields = [ARENA_FIELD, ...domains];
+  const fields = [ARENA_FIELD, ...domains, ...domains.map(paceField)];
   const p = redis.pipeline();
   for (let b = first; b <= last; b++) p.hmget(keys.history(b), ...fields);
   const replies = (await p.exec()) ?? [];
@@ -99,6 +121,11 @@ export async function readHistory(redis: RedisClient, keys: Pick<CrawlKeys, 'his
     from: first * HISTORY.bucketMs,
     pages: rows.map((r) => perSecond(r[0])),
     domains: Object.fromEntries(domains.map((d, i) => [d, rows.map((r) => perSecond(r[i + 1]))])),
+    paces: Object.fromEntries(
+      domains
+        .map((d, i): [string, (number | null)[]] => [d, rows.map((r) => (r[1 + domains.length + i] == null ? null : Number(r[1 + domains.length + i])))])
+        .filter(([, v]) => v.some((x) => x !== null)),
+    ),
   };
 }
 

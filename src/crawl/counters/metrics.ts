@@ -18,6 +18,32 @@ export const METRICS_LIMITS = { redisEveryMs: 5000, maxDomains: 500, requestMs: 
 /** The pacer's tallies of late requests, as weir_late_requests_total's outcomes. */
 const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'written_late', lateSlots: 'not_sent' };
 
+/** Per-domain gauges read from Redis: name, help, and the value of a queue's stats. */
+const DOMAIN_GAUGES: [string, string, (q: QueueStats) => number][] = [
+  ['weir_domain_queued', 'URLs queued per domain (from Redis)', (q) => q.queued],
+  ['weir_domain_leased', 'URLs leased (being fetched) per domain, by all workers (from Redis)', (q) => q.leased],
+  [
+    'weir_domain_interval_seconds',
+    'Seconds between two requests to a domain in force now, by all workers (from Redis): its limit, a Crawl-delay, or longer when adaptivePace learned a slower pace; 0: unlimited',
+    (q) => (q.pace === 'unlimited' ? 0 : 1 / q.pace),
+  ],
+];
+
+function domainGauges(registers: Registry[], perDomain: () => Promise<QueueStats[]>): void {
+  for (const [name, help, value] of DOMAIN_GAUGES) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['domain'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const q of await perDomain()) this.set({ domain: q.name }, value(q));
+      },
+    });
+  }
+}
+
 /**
  * A worker's Prometheus metrics (prom-client), served at /metrics by
  * `weir worker --metrics-port P`. Counters are this worker's own; the
@@ -60,26 +86,7 @@ export class CrawlMetrics {
       labelNames: ['outcome'],
       registers,
     });
-    new Gauge({
-      name: 'weir_domain_queued',
-      help: 'URLs queued per domain (from Redis)',
-      labelNames: ['domain'],
-      registers,
-      async collect() {
-        this.reset();
-        for (const q of await perDomain()) this.set({ domain: q.name }, q.queued);
-      },
-    });
-    new Gauge({
-      name: 'weir_domain_leased',
-      help: 'URLs leased (being fetched) per domain, by all workers (from Redis)',
-      labelNames: ['domain'],
-      registers,
-      async collect() {
-        this.reset();
-        for (const q of await perDomain()) this.set({ domain: q.name }, q.leased);
-      },
-    });
+    domainGauges(registers, perDomain);
     new Gauge({
       name: 'weir_arena_leases_expired',
       help: 'Leases of the arena that expired and went back (all workers, from Redis)',

@@ -28,6 +28,8 @@ export interface DomainStats {
   dead: number;
   robotsBlocked: number;
   rateLimit: number | 'unlimited';
+  /** The rate in force now: rateLimit, or slower while adaptivePace has learned a slower pace for the site. */
+  pace: number | 'unlimited';
   /** Leases of this domain out at once at most (0: no cap). */
   maxInFlight: number;
   /** The largest Crawl-delay (s) its origins' robots.txt asked for, or null. */
@@ -140,6 +142,7 @@ function domainStats(
     dead: q.dead,
     robotsBlocked: n(q.name, 'robots'),
     rateLimit: q.rate,
+    pace: q.pace,
     maxInFlight: q.maxInFlight,
     crawlDelay: at.crawlDelay ?? null,
     waitingFor: waitReason(q, at.now, at.note, at.crawlDelay),

@@ -4,3 +4,4 @@ export * from './classify.js';
 export * from './outcome.js';
 export * from './pacer.js';
 export * from './settle.js';
+export * from './site-pace.js';

@@ -28,7 +28,17 @@ export const SEED_DEFAULTS = {
   maxSitemaps: 1000,
   /** Links to domains rateLimits does not name: followed with these when otherDomains is 'follow' or a mapping. */
   otherDomains: { key: 'registrable', rate: 1, maxInFlight: 1, maxDomains: 1000 },
+  /** A pace learned from each site (adaptivePace: true, or a mapping of these). */
+  adaptivePace: { delayFactor: 2, maxDelayMs: 30_000 },
 } as const;
+
+/** A pace learned from each site's response times and errors, shared by every worker (lua/pace.lua states the rule). */
+export interface AdaptivePace {
+  /** The target interval between requests is this × the site's smoothed response time. */
+  delayFactor: number;
+  /** The slowest the pace may become: this many ms between requests. */
+  maxDelayMs: number;
+}
 
 /** How a crawl treats links to domains its rateLimits does not name: null ignores them. */
 export interface OtherDomains {
@@ -83,6 +93,8 @@ export interface Seed {
   otherDomains: OtherDomains | null;
   /** Pages fetched from one domain (its queue) at most, across every worker; null: no quota. */
   maxPagesPerDomain: number | null;
+  /** Every domain's pace learned from its site, never faster than its limit; null: off (each keeps its limit). */
+  adaptivePace: AdaptivePace | null;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -98,7 +110,7 @@ export class SeedError extends WeirError {
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
-  'otherDomains', 'maxPagesPerDomain',
+  'otherDomains', 'maxPagesPerDomain', 'adaptivePace',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -241,6 +253,18 @@ function otherDomainsOf(v: unknown): OtherDomains | null {
   };
 }
 
+/** false or absent: off; true: the defaults; or a mapping of delayFactor and maxDelayMs. */
+function adaptivePaceOf(v: unknown): AdaptivePace | null {
+  if (v === undefined || v === null || v === false) return null;
+  const d = SEED_DEFAULTS.adaptivePace;
+  if (v === true) return { ...d };
+  if (!isRecord(v)) throw new SeedError('adaptivePace', `must be true, false or a mapping of delayFactor and maxDelayMs, got ${shown(v)}`);
+  for (const k of Object.keys(v)) if (k !== 'delayFactor' && k !== 'maxDelayMs') throw new SeedError(`adaptivePace.${k}`, 'is not a known field (known: delayFactor, maxDelayMs)');
+  const factor = v.delayFactor ?? d.delayFactor;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 0 || factor > 1000) throw new SeedError('adaptivePace.delayFactor', `must be a number from 0 to 1000, got ${shown(factor)}`);
+  return { delayFactor: factor, maxDelayMs: optional(v.maxDelayMs, d.maxDelayMs, (x) => int('adaptivePace.maxDelayMs', x, 1, 86_400_000)) };
+}
+
 const optional = <T>(v: unknown, fallback: T, check: (v: unknown) => T): T => (v === undefined ? fallback : check(v));
 const nullable = (v: unknown, check: (v: unknown) => number): number | null => (v === undefined || v === null ? null : check(v));
 
@@ -274,6 +298,7 @@ export function validateSeed(data: unknown): Seed {
     sendMarginMs: nullable(data.sendMarginMs, (v) => int('sendMarginMs', v, 0, LIMITS.maxAheadMs)),
     otherDomains: otherDomainsOf(data.otherDomains),
     maxPagesPerDomain: nullable(data.maxPagesPerDomain, (v) => int('maxPagesPerDomain', v, 1, Number.MAX_SAFE_INTEGER)),
+    adaptivePace: adaptivePaceOf(data.adaptivePace),
   };
 }
 

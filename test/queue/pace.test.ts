@@ -1,0 +1,69 @@
+/** reportPace (lua/pace.lua): a queue's interval learned from its site's answers, applied where every rate is. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { freshArena, useRedis } from '../helpers/fixture.js';
+
+const fx = useRedis();
+const BOUNDS = { delayFactor: 2, maxDelayMs: 5000 };
+
+describe('reportPace', () => {
+  it('follows the rule: delayFactor × the smoothed time at once when longer, × 0.75 toward it when shorter, × 2 on errors, within [1/rate, maxDelayMs]', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 10 } });
+    // (The interval in ms, to the µs: 0.3 × 380 is not exact in binary.)
+    const report = async (ms: number, healthy = true): Promise<number> => Math.round(((await q.reportPace(arena, 'a', { ms, healthy, ...BOUNDS })) ?? NaN) * 100) / 100;
+    // Fast answers: the target (2 × 20 ms) is under the limit's 100 ms: the limit rules.
+    assert.equal(await report(20), 100);
+    // avg 20 + 0.3 × (400 − 20) = 134: target 268 ms, longer: at once.
+    assert.equal(Math.round(await report(400)), 268);
+    // avg 134 + 0.3 × (20 − 134) = 99.8: target 199.6, shorter: 268 × 0.75 = 201.
+    assert.equal(Math.round(await report(20)), 201);
+    // An error doubles it.
+    assert.equal(Math.round(await report(20, false)), 402);
+    // Up to maxDelayMs at most, however many errors.
+    for (let i = 0; i < 10; i++) await report(20, false);
+    assert.equal(await report(20, false), 5000);
+    const stats = (await q.allQueueStats(arena))[0];
+    assert.deepEqual([stats?.rate, stats?.pace], [10, 0.2], 'the limit as configured, the pace in force');
+    // Recovers a quarter at a time, to the limit and never past it.
+    let iv = 5000;
+    for (let i = 0; i < 40 && iv > 100; i++) iv = await report(20);
+    assert.equal(iv, 100);
+    assert.equal((await q.allQueueStats(arena))[0]?.pace, 10);
+    assert.equal(await q.reportPace(arena, 'nope', { ms: 1, healthy: true, ...BOUNDS }), null);
+  });
+
+  it('an unlimited queue gets an interval only while its site is slow or failing; an error starts the back-off at 200 ms', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { u: { rate: 'unlimited' } });
+    assert.equal(await q.reportPace(arena, 'u', { ms: 0, healthy: true, ...BOUNDS }), 0);
+    assert.equal(await q.reportPace(arena, 'u', { ms: 0, healthy: false, ...BOUNDS }), 200);
+    assert.equal((await q.allQueueStats(arena))[0]?.pace, 5);
+  });
+
+  it('the learned interval is what the queue is served by, from its last serve', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 10 } });
+    await q.enqueue(arena, 'a', ['1', '2']);
+    const first = await q.dequeue(arena);
+    assert.ok(first.lease);
+    // Reported after that serve: the next slot moves out to 800 ms after it.
+    assert.equal(await q.reportPace(arena, 'a', { ms: 400, healthy: true, ...BOUNDS }), 800);
+    const second = await q.dequeue(arena);
+    assert.equal(second.lease, null);
+    assert.ok((second.waitMs ?? 0) > 500, `waits ${second.waitMs} ms, where the limit alone would allow the next at 100 ms`);
+  });
+
+  it('bad reports are refused before anything is written', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 10 } });
+    await assert.rejects(q.reportPace(arena, 'a', { ms: -1, healthy: true, ...BOUNDS }), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(q.reportPace(arena, 'a', { ms: 1, healthy: true, delayFactor: Number.NaN, maxDelayMs: 10 }), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(q.reportPace(arena, 'a', { ms: 1, healthy: true, delayFactor: 1, maxDelayMs: 0 }), { code: 'WEIR_BAD_ARGS' });
+    assert.equal((await q.allQueueStats(arena))[0]?.pace, 10);
+  });
+});
