@@ -106,20 +106,25 @@ async function autoThrottleClient(origin: string, until: number, stop: AbortSign
 
 export async function adaptiveBenchmarks(out: Out, dir: string): Promise<void> {
   const redis = await startRedis();
+  const rates = new Map<string, number>();
   try {
     for (const n of [1, 4]) {
       const site = await slowSite();
       const t0 = performance.now();
       const stop = new AbortController();
       await Promise.all(Array.from({ length: n }, () => autoThrottleClient(site.origin, t0 + WINDOW_S * 1000, stop.signal)));
-      out(`adaptive, ${LATENCY_MS} ms answers: ${n} AutoThrottle-style client${n > 1 ? 's' : ''}`, `${steadyRate(site.arrivals, t0).toFixed(2)}/s`, 'each adapts alone (Scrapy\'s rule, target concurrency 1)');
+      rates.set(`auto${n}`, steadyRate(site.arrivals, t0));
+      out(`adaptive, ${LATENCY_MS} ms answers: ${n} AutoThrottle-style client${n > 1 ? 's' : ''}`, `${(rates.get(`auto${n}`) ?? 0).toFixed(2)}/s`, 'each adapts alone (Scrapy\'s rule, target concurrency 1)');
       await site.close();
 
       const web = await slowSite();
       const rate = await weirWorkers(redis, dir, web, n);
+      rates.set(`weir${n}`, rate);
       out(`adaptive, ${LATENCY_MS} ms answers: weir, ${n} worker process${n > 1 ? 'es' : ''}`, `${rate.toFixed(2)}/s`, 'one pace in Redis (adaptivePace, delayFactor 1)');
       await web.close();
     }
+    const ratio = (k: string): string => ((rates.get(`${k}4`) ?? 0) / (rates.get(`${k}1`) ?? 1)).toFixed(2);
+    out('adaptive: the site\'s rate with 4 against 1', `weir ${ratio('weir')}×`, `AutoThrottle-style ${ratio('auto')}× (target: weir 1.0×)`);
   } finally {
     await redis.destroy();
   }
