@@ -12,11 +12,15 @@
   then the items, queue by queue (n = sum of n_i, 1..MAX_PER_CALL; 0..MAX_ITEM_BYTES bytes each)
   then item by item its k bit positions (integers < dedupeSpan, else < dedupeBits;
   a shard's part of a bitmap takes position p at bit p mod dedupeBits)
-  then, optionally, two more: rate ('unlimited' or requests per second) and
-  maxInFlight, the limits a queue not yet known is created with (as
-  setLimits would), here, in the same step as its first items: two callers
-  meeting a new queue at once create it once, and a queue that exists keeps
-  its own limits. Without them an unknown queue is an error.
+  then, optionally, in any order:
+    'create' rate maxInFlight: the limits ('unlimited' or requests per
+      second; 0..MAX_IN_FLIGHT) a queue not yet known is created with (as
+      setLimits would), here, in the same step as its first items: two
+      callers meeting a new queue at once create it once, and a queue that
+      exists keeps its own limits. Without it an unknown queue is an error.
+    'front': the items go to the queue's front band (items.lua's front
+      stack, where leases put back go): served before every item at its
+      tail, the call's first item first (across calls, the last call's first).
 
   An item with dedupe is enqueued only if not all of its bits were already
   set; its bits are set in the same step (BITFIELD SET returns the old bits,
@@ -59,13 +63,23 @@ if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. 
 local first_item = 4 + 2 * g
 local first_pos = first_item + n
 local last_pos = first_pos - 1 + n * k
--- The limits unknown queues are created with, when the caller gave them.
-local create = nil
-if #ARGV == last_pos + 2 then
-  local rate_s = ARGV[last_pos + 1]
-  create = { rate_s = rate_s, iv = rate_interval(rate_s, 'created on enqueue'), cap = int_arg(last_pos + 2, 'maxInFlight', 0, MAX_IN_FLIGHT) }
-else
-  argc(last_pos, 'shards k g (queue n)... items... positions... [rate maxInFlight]')
+-- The options: the limits unknown queues are created with, and the band.
+local create, front = nil, false
+local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight] ['front']"
+if #ARGV < last_pos then argc(last_pos, usage) end
+local at = last_pos + 1
+while at <= #ARGV do
+  local opt = ARGV[at]
+  if opt == 'create' and at + 2 <= #ARGV then
+    local rate_s = ARGV[at + 1]
+    create = { rate_s = rate_s, iv = rate_interval(rate_s, 'created on enqueue'), cap = int_arg(at + 2, 'maxInFlight', 0, MAX_IN_FLIGHT) }
+    at = at + 3
+  elseif opt == 'front' then
+    front = true
+    at = at + 1
+  else
+    raise('WEIR_BAD_ARGS', 'unknown option ' .. tostring(opt) .. ' after the positions (' .. usage .. ')')
+  end
 end
 for i = 1, g do
   if not qids[i] then
@@ -178,14 +192,22 @@ for gi, grp in ipairs(groups) do
   -- activate): a queue with items is already where it belongs.
   local was_empty = st.q == 0
   local here = 0
+  local first = i + 1
   for _ = 1, grp.n do
     i = i + 1
     if is_new(i) then
-      push_tail(grp.qid, st, ARGV[first_item + i - 1])
+      if not front then push_tail(grp.qid, st, ARGV[first_item + i - 1]) end
       here = here + 1
       flags[i] = '1'
     else
       flags[i] = '0'
+    end
+  end
+  -- The front band is a stack: pushed last to first, the first is served first.
+  -- (push_front counts each in the arena's `queued` itself.)
+  if front then
+    for j = i, first, -1 do
+      if flags[j] == '1' then push_front(grp.qid, st, ARGV[first_item + j - 1], 0, '') end
     end
   end
   if here > 0 then
@@ -197,7 +219,7 @@ for gi, grp in ipairs(groups) do
   end
 end
 if added > 0 then
-  mincr('queued', added)
+  if not front then mincr('queued', added) end
   mincr('enqueued', added)
 end
 return finish(woke, tconcat(flags))

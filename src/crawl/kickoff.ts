@@ -65,9 +65,10 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   const domainsCreated = await queue.setLimits(seed.arena, limits);
   const scope = new Scope(seed);
   // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  const enqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, seed.start, (u) => queuedUrl(u)));
+  const bands = { priorityDepth: seed.priorityDepth };
+  const enqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, seed.start, (u) => queuedUrl(u)), bands);
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
   const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];
-  const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })));
+  const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })), bands);
   return { domainsCreated, enqueued, sitemapsEnqueued, bloom };
 }

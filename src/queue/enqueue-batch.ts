@@ -1,8 +1,20 @@
 /**
  * How coalesced enqueue requests become script calls (lua/enqueue.lua): at
  * most `max` items a call, each call's items grouped by queue, each queue's
- * items in the order they were asked for.
+ * items in the order they were asked for; the options after them.
  */
+import { checkInt, checkRate } from './checks.js';
+import { LIMITS } from './limits.js';
+import type { EnqueueOptions } from './types.js';
+
+/** The script's trailing options (lua/enqueue.lua), checked: 'create' rate maxInFlight, 'front'. */
+export function enqueueOptionArgs(queue: string, options: EnqueueOptions): (string | number)[] {
+  const args: (string | number)[] = [];
+  if (options.create) args.push('create', checkRate(queue, options.create.rate), checkInt(`maxInFlight of queue ${queue}`, options.create.maxInFlight ?? 0, 0, LIMITS.maxInFlight));
+  if (options.front) args.push('front');
+  return args;
+}
+
 export interface EnqueueRequest {
   queue: string;
   items: readonly string[];

@@ -8,10 +8,12 @@ export { DEFAULTS, holdsForReport, LIMITS } from './limits.js';
 export type {
   ArenaStats,
   DeadItem,
+  EnqueueOptions,
   DequeueResult,
   FairQueueOptions,
   Lease,
   LeaseOutcome,
+  PaceReport,
   QueueClientCounters,
   QueueLimit,
   QueuePage,

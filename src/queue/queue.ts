@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { ArenaAdmin } from './arena-admin.js';
-import { checkDedupe, checkInt, checkItems, checkName, checkRate, checkReason } from './checks.js';
+import { checkDedupe, checkInt, checkItems, checkName, checkReason } from './checks.js';
 import { ShardClocks, type RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
-import { enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
+import { enqueueCalls, enqueueOptionArgs, type EnqueueRequest } from './enqueue-batch.js';
 import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
-import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, QueueClientCounters, QueueLimit, RetryOptions, TakeOptions, RedisClient } from './types.js';
+import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, EnqueueOptions, QueueClientCounters, RetryOptions, TakeOptions, RedisClient } from './types.js';
 import { ReplicaWait } from './replicas.js';
 import { SeenCheck } from './seen-check.js';
 import { RidingCommits, SpareLeases } from './spares.js';
@@ -101,18 +101,17 @@ export class FairQueue extends ArenaAdmin {
    * were enqueued. Concurrent enqueues of one arena made in one turn of the
    * event loop, to any queues, share script calls (a crawled page's links to
    * every domain go in one), of at most 1,000 items each; each item is still
-   * all-or-nothing, and each queue's order is kept. With `create`, an unknown
-   * queue is created with those limits in the same atomic step as its first
-   * items (once, however many callers race; a known queue keeps its own).
+   * all-or-nothing, and each queue's order is kept. Options: EnqueueOptions
+   * (`create` makes an unknown queue atomically, once; `front` goes first).
    */
-  async enqueue(arena: string, queue: string, items: readonly string[], options: { dedupe?: readonly (readonly number[])[]; create?: QueueLimit } = {}): Promise<number> {
+  async enqueue(arena: string, queue: string, items: readonly string[], options: EnqueueOptions = {}): Promise<number> {
     validateArenaName(arena);
     checkName('queue name', queue);
     const k = checkDedupe(options.dedupe, items.length);
     checkItems(items);
-    const create = options.create && [checkRate(queue, options.create.rate), checkInt(`maxInFlight of queue ${queue}`, options.create.maxInFlight ?? 0, 0, LIMITS.maxInFlight)];
+    const opts = enqueueOptionArgs(queue, options);
     if (items.length === 0) return 0;
-    return this.placing(arena, (layout) => this.enqueues.add(JSON.stringify([this.tagOf(layout, queue), layout.shards, k, create ?? null]), { queue, items, dedupe: options.dedupe }));
+    return this.placing(arena, (layout) => this.enqueues.add(JSON.stringify([this.tagOf(layout, queue), layout.shards, k, opts]), { queue, items, dedupe: options.dedupe }));
   }
 
   /**
@@ -121,12 +120,12 @@ export class FairQueue extends ArenaAdmin {
    * count of new items.
    */
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
-    const [tag, shards, k, create] = JSON.parse(key) as [string, number, number, [string, number] | null];
+    const [tag, shards, k, opts] = JSON.parse(key) as [string, number, number, (string | number)[]];
     const counts = reqs.map(() => 0);
     // (Items already seen left out first, while enough of them are: seen-check.ts.)
     const sent = k > 0 ? await this.seenCheck.leaveOutSeen(this.client, shardKey(this.prefix, tag, 'dedupe'), tag, shards, reqs) : reqs;
     for (const call of enqueueCalls(sent, k, LIMITS.maxPerCall)) {
-      const flags = String(await this.run('enqueue', tag, [shards, ...call.args, ...(create ?? [])]));
+      const flags = String(await this.run('enqueue', tag, [shards, ...call.args, ...opts]));
       await this.replicas.after(tag);
       call.requestOf.forEach((req, j) => {
         if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;

@@ -87,7 +87,15 @@ export interface ArenaStats {
   now: number;
 }
 
-/** One queue's stats. */
+export interface EnqueueOptions {
+  /** Per item, its bit positions in the arena's dedupe bitmap: an item whose bits were all set already is dropped. */
+  dedupe?: readonly (readonly number[])[];
+  /** An unknown queue is created with these limits, in the same atomic step as its first items (once, however many callers race; a known queue keeps its own). */
+  create?: QueueLimit;
+  /** Into the queue's front band: served before every item at its tail (the call's first item first). */
+  front?: boolean;
+}
+
 /** How a request to a queue's site went, and the bounds its learned pace keeps (FairQueue.reportPace, lua/pace.lua). */
 export interface PaceReport {
   /** How long the request took, ms. */
@@ -100,6 +108,7 @@ export interface PaceReport {
   maxDelayMs: number;
 }
 
+/** One queue's stats. */
 export interface QueueStats {
   name: string;
   /** As configured (setLimits, a Crawl-delay). */

@@ -88,6 +88,27 @@ describe('sitemaps', () => {
     assert.ok(gap >= 1000 / RATE, `smallest gap ${gap.toFixed(1)} ms at ${RATE}/s`);
   });
 
+  it("a sitemap found late goes to its queue's front band: read before the pages already queued, not after them", async () => {
+    // robots.txt lists an index, and the home page 40 pages: the index's child sitemap is found after those
+    // 40 are queued. One request at a time, so the site sees the queue's order.
+    const pages = Array.from({ length: 40 }, (_, i) => `/d${i}`);
+    const routes: Record<string, string> = {
+      '/robots.txt': `User-agent: *\nSitemap: {{self}}/index.xml\n`,
+      '/': html(pages.map((p) => `<a href="${p}">${p}</a>`).join(' ')),
+      '/index.xml': index(['/child.xml']).replaceAll(SELF, '{{self}}'),
+      '/child.xml': urlset(['/s1']).replaceAll(SELF, '{{self}}'),
+      '/s1': html('from the sitemap'),
+    };
+    for (const p of pages) routes[p] = html('deep');
+    const band = await world.web.site('band', routes);
+    const seed = validateSeed({ arena: 'sitemap-band', rateLimits: { [band.key]: 'unlimited' }, maxInFlightPerDomain: 1, start: [`${band.origin}/`], allowPrivateNetworks: true });
+    await runCrawl(world.redis, seed, { workers: 1, concurrency: 1 });
+    const order = world.web.of('band').map((r) => r.path);
+    assert.equal(order.length, 1 + 1 + 2 + 1 + 40, 'robots.txt, the home page, two sitemaps and 41 pages');
+    const firstPage = order.indexOf('/d0');
+    assert.ok(order.indexOf('/child.xml') < firstPage + 5, `the child sitemap came ${order.indexOf('/child.xml') - firstPage} requests after the first of the 40 pages queued before it: ${order.join(' ')}`);
+  });
+
   it('reads no sitemap with sitemaps: false, and a seed-listed one with a list', async () => {
     assert.ok(site);
     const off = validateSeed({ arena: 'sitemaps-off', rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/`], allowPrivateNetworks: true, sitemaps: false });

@@ -227,6 +227,21 @@ describe('enqueue', () => {
     assert.equal((await q.stats(arena)).queued, 0);
   });
 
+  it('front: items go to the front band, served before every item at the tail (the call\'s first first), through dedupe like the rest', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.configureDedupe(arena, { bits: BITS, hashes: K });
+    const add = (items: string[], front = false): Promise<number> => q.enqueue(arena, 'a', items, { dedupe: items.map(positions), front });
+    assert.equal(await add(['deep1', 'deep2', 'deep3']), 3);
+    assert.equal(await add(['s1', 's2', 'deep1'], true), 2, 'deep1 was seen');
+    assert.equal(await add(['s3'], true), 1);
+    assert.equal((await q.stats(arena)).queued, 6);
+    assert.deepEqual((await takeAll(q, arena)).map((l) => l.item), ['s3', 's1', 's2', 'deep1', 'deep2', 'deep3']);
+    const s = await q.stats(arena);
+    assert.deepEqual([s.queued, s.done, s.enqueued], [0, 6, 6]);
+  });
+
   it('a bad create spec is refused before anything is written', async () => {
     const q = fx.queue();
     const arena = freshArena();

@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { extractLinks, headerNofollow } from '../../src/crawl/links/extract.js';
+import { inFrontBand } from '../../src/crawl/links/enqueue.js';
+import { queuedUrl } from '../../src/crawl/store/item.js';
 describe('link extraction', () => {
   it('takes a/area hrefs, skips script/style/textarea/iframe/comments and dropped schemes, reads base, title and meta robots', () => {
     const page = extractLinks(`<html><head><title> A  &amp; B </title><meta name="robots" content="noindex, nofollow"></head><body>
@@ -23,5 +25,15 @@ describe('link extraction', () => {
     assert.equal(headerNofollow('otherbot: nofollow'), false);
     assert.equal(headerNofollow(['weir: nofollow']), true);
     assert.equal(headerNofollow('unavailable_after: 2030-01-01'), false);
+  });
+});
+
+describe('the front band', () => {
+  it('takes sitemaps always, and pages up to priorityDepth when it is set', () => {
+    const page = (depth: number) => queuedUrl('http://a.test/', { depth });
+    assert.equal(inFrontBand(queuedUrl('http://a.test/s.xml', { sitemapLevel: 1, depth: 7 }), null), true);
+    assert.equal(inFrontBand(page(0), null), false);
+    assert.equal(inFrontBand(page(1), 1), true);
+    assert.equal(inFrontBand(page(2), 1), false);
   });
 });

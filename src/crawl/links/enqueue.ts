@@ -39,6 +39,15 @@ export class ByDomain {
 }
 
 /**
+ * Whether a URL goes to its queue's front band, served before the rest of
+ * its domain: sitemaps, and pages at most `priorityDepth` links from a
+ * start URL (seed priorityDepth; null: sitemaps only).
+ */
+export function inFrontBand(q: QueuedUrl, priorityDepth: number | null): boolean {
+  return q.sitemapLevel !== null || (priorityDepth !== null && q.depth <= priorityDepth);
+}
+
+/**
  * The one way URLs enter the queue, for kickoff and for links alike: one
  * enqueue per domain with each URL's Bloom positions (the queue drops those
  * already seen, atomically), many domains at once so the queue client
@@ -46,16 +55,23 @@ export class ByDomain {
  * is created by its enqueue with `otherLimits` (its place among
  * maxDomains granted before: store/domain-claims.ts). Returns how many were new.
  */
-export async function enqueueUrls(queue: FairQueue, arena: string, bloom: BloomParams, batch: ByDomain, otherLimits?: QueueLimit): Promise<number> {
+export async function enqueueUrls(queue: FairQueue, arena: string, bloom: BloomParams, batch: ByDomain, options: { otherLimits?: QueueLimit | undefined; priorityDepth?: number | null } = {}): Promise<number> {
+  const { otherLimits, priorityDepth = null } = options;
   const groups = [...batch.groups];
   let enqueued = 0;
+  const send = (domain: string, list: QueuedUrl[], front: boolean): Promise<number> =>
+    list.length === 0
+      ? Promise.resolve(0)
+      : queue.enqueue(arena, domain, list.map(encodeItem), {
+          dedupe: list.map((q) => bloomPositions(q.url, bloom)),
+          ...(otherLimits && batch.others.has(domain) ? { create: otherLimits } : {}),
+          ...(front ? { front } : {}),
+        });
   for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
-    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).map(([domain, list]) =>
-      queue.enqueue(arena, domain, list.map(encodeItem), {
-        dedupe: list.map((q) => bloomPositions(q.url, bloom)),
-        ...(otherLimits && batch.others.has(domain) ? { create: otherLimits } : {}),
-      }),
-    );
+    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).flatMap(([domain, list]) => {
+      const front = list.filter((q) => inFrontBand(q, priorityDepth));
+      return front.length === 0 ? [send(domain, list, false)] : [send(domain, front, true), send(domain, list.filter((q) => !inFrontBand(q, priorityDepth)), false)];
+    });
     for (const n of await Promise.all(calls)) enqueued += n;
   }
   return enqueued;

@@ -261,7 +261,7 @@ export class LinkFollower {
       if (refused > 0) tallies.push(['domainCapDrops', dropped]);
     }
     const candidates = byDomain.count;
-    const enqueued = candidates === 0 ? 0 : await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain, this.otherLimits);
+    const enqueued = candidates === 0 ? 0 : await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain, { otherLimits: this.otherLimits, priorityDepth: this.seed.priorityDepth });
     return { candidates, enqueued, tallies };
   }
 

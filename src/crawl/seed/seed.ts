@@ -95,6 +95,12 @@ export interface Seed {
   maxPagesPerDomain: number | null;
   /** Every domain's pace learned from its site, never faster than its limit; null: off (each keeps its limit). */
   adaptivePace: AdaptivePace | null;
+  /**
+   * Pages at most this many links from a start URL go to their queue's
+   * front band, served before deeper pages of their domain (sitemaps always
+   * do); null: only sitemaps.
+   */
+  priorityDepth: number | null;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -110,7 +116,7 @@ export class SeedError extends WeirError {
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
-  'otherDomains', 'maxPagesPerDomain', 'adaptivePace',
+  'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -299,6 +305,7 @@ export function validateSeed(data: unknown): Seed {
     otherDomains: otherDomainsOf(data.otherDomains),
     maxPagesPerDomain: nullable(data.maxPagesPerDomain, (v) => int('maxPagesPerDomain', v, 1, Number.MAX_SAFE_INTEGER)),
     adaptivePace: adaptivePaceOf(data.adaptivePace),
+    priorityDepth: nullable(data.priorityDepth, (v) => int('priorityDepth', v, 0, 1_000_000)),
   };
 }
 
