@@ -18,6 +18,9 @@
       setLimits would), here, in the same step as its first items: two
       callers meeting a new queue at once create it once, and a queue that
       exists keeps its own limits. Without it an unknown queue is an error.
+    'lower' (with 'create'): a queue that exists tightens to those limits
+      where they are stricter (record.lua qlower), so a queue that several
+      sites share keeps the strictest of them
     'front': the items go to the queue's front band (items.lua's front
       stack, where leases put back go): served before every item at its
       tail, the call's first item first (across calls, the last call's first).
@@ -64,8 +67,8 @@ local first_item = 4 + 2 * g
 local first_pos = first_item + n
 local last_pos = first_pos - 1 + n * k
 -- The options: the limits unknown queues are created with, and the band.
-local create, front = nil, false
-local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight] ['front']"
+local create, front, lower = nil, false, false
+local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight] ['lower'] ['front']"
 if #ARGV < last_pos then argc(last_pos, usage) end
 local at = last_pos + 1
 while at <= #ARGV do
@@ -77,10 +80,14 @@ while at <= #ARGV do
   elseif opt == 'front' then
     front = true
     at = at + 1
+  elseif opt == 'lower' then
+    lower = true
+    at = at + 1
   else
     raise('WEIR_BAD_ARGS', 'unknown option ' .. tostring(opt) .. ' after the positions (' .. usage .. ')')
   end
 end
+if lower and not create then raise('WEIR_BAD_ARGS', "'lower' needs 'create' (" .. usage .. ')') end
 for i = 1, g do
   if not qids[i] then
     if not create then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
@@ -186,6 +193,8 @@ for gi, grp in ipairs(groups) do
   -- (A queue named twice in one call is created by its first group.)
   if not grp.qid then
     grp.qid = qid_of(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
+  elseif lower then
+    qlower(grp.qid, qfetch(grp.qid), create.rate_s, create.iv, create.cap)
   end
   local st = qfetch(grp.qid)
   -- Only an empty queue can change place by getting items (schedule.lua's

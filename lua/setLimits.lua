@@ -9,6 +9,9 @@
   ARGV[4+3i], ARGV[5+3i], ARGV[6+3i] for i = 0..n-1:
            queue name (1..256 bytes), rate (requests per second, a number in
            [MIN_RATE, MAX_RATE], or 'unlimited'), maxInFlight (integer 0..MAX_IN_FLIGHT, 0 = no cap)
+  then, optionally, 'lower': a queue that exists only tightens (record.lua
+           qlower: a lower rate, a lower cap; looser limits are left as
+           they are); without it, its limits become the ones given
 
   Returns the number of queues created by this call.
   Errors: WEIR_BAD_ARGS, WEIR_SCHEMA, WEIR_SHARDS_CHANGED. Nothing is written when any argument is bad.
@@ -19,7 +22,8 @@ if #ARGV < 3 then raise('WEIR_BAD_ARGS', 'usage: shards maxAttempts n [name rate
 local max_att = nil
 if ARGV[2] ~= '' then max_att = int_arg(2, 'maxAttempts', 1, MAX_ATTEMPTS) end
 local n = int_arg(3, 'n', 0, MAX_PER_CALL)
-argc(3 + 3 * n, 'shards maxAttempts n [name rate maxInFlight]...')
+local lower = #ARGV == 4 + 3 * n and ARGV[4 + 3 * n] == 'lower'
+if not lower then argc(3 + 3 * n, "shards maxAttempts n [name rate maxInFlight]... ['lower']") end
 ensure_schema()
 check_shards(1)
 
@@ -44,6 +48,8 @@ for _, s in ipairs(specs) do
   if not qid then
     qid = qcreate(s[1], s[2], s[3], s[4])
     created = created + 1
+  elseif lower then
+    qlower(qid, qstate(qid), s[2], s[3], s[4])
   else
     local st = qstate(qid)
     -- A lower rate applies from the last serve, not from the next: the next

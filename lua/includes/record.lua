@@ -23,7 +23,7 @@
   never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
-local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qcreate
+local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qcreate, qlower
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
@@ -118,5 +118,27 @@ do
     qdirty(qid, st)
     defer_hset(qid .. ':rate', rate_s)
     return qid, st
+  end
+
+  -- Limits that only tighten (a queue shared by several sites, as a server's
+  -- is, keeps its strictest member's): a rate lower than the configured one
+  -- becomes the configured rate, applying from the last serve as setLimits'
+  -- does (a longer learned pace stays); a cap lower than the queue's (0:
+  -- none), its cap. Anything looser changes nothing. True when it changed.
+  function qlower(qid, st, rate_s, iv, cap)
+    local configured = rcall('HGET', K_STATE, qid .. ':rate')
+    local changed = false
+    if iv > (configured and rate_interval(configured, st.name) or st.iv) then
+      if st.nx > 0 and iv > st.iv then st.nx = math.ceil(st.nx - st.iv + iv) end
+      st.iv = mmax(st.iv, iv)
+      defer_hset(qid .. ':rate', rate_s)
+      changed = true
+    end
+    if cap > 0 and (st.cap == 0 or cap < st.cap) then
+      st.cap = cap
+      changed = true
+    end
+    if changed then qdirty(qid, st) end
+    return changed
   end
 end

@@ -66,8 +66,13 @@ export class ArenaAdmin {
     }
   }
 
-  /** Creates queues or changes their limits; returns how many were created. */
-  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number } = {}): Promise<number> {
+  /**
+   * Creates queues or changes their limits; returns how many were created.
+   * With `lower`, a queue that exists only tightens: a lower rate or cap is
+   * taken, looser limits are left as they are (a queue several sites share
+   * keeps the strictest of them, however callers race).
+   */
+  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number; lower?: boolean } = {}): Promise<number> {
     validateArenaName(arena);
     const maxAttempts = options.maxAttempts === undefined ? '' : checkInt('maxAttempts', options.maxAttempts, 1, LIMITS.maxAttempts);
     const specs: (string | number)[][] = [];
@@ -86,7 +91,7 @@ export class ArenaAdmin {
         if (mine.length === 0 && maxAttempts === '') continue;
         for (let i = 0; i === 0 || i < mine.length; i += LIMITS.maxPerCall) {
           const chunk = mine.slice(i, i + LIMITS.maxPerCall);
-          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat()]));
+          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat(), ...(options.lower ? ['lower'] : [])]));
         }
       }
       return created;

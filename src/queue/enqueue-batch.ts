@@ -4,13 +4,18 @@
  * items in the order they were asked for; the options after them.
  */
 import { checkInt, checkRate } from './checks.js';
+import { QueueArgumentError } from './errors.js';
 import { LIMITS } from './limits.js';
 import type { EnqueueOptions } from './types.js';
 
-/** The script's trailing options (lua/enqueue.lua), checked: 'create' rate maxInFlight, 'front'. */
+/** The script's trailing options (lua/enqueue.lua), checked: 'create' rate maxInFlight, 'lower', 'front'. */
 export function enqueueOptionArgs(queue: string, options: EnqueueOptions): (string | number)[] {
   const args: (string | number)[] = [];
   if (options.create) args.push('create', checkRate(queue, options.create.rate), checkInt(`maxInFlight of queue ${queue}`, options.create.maxInFlight ?? 0, 0, LIMITS.maxInFlight));
+  if (options.lower) {
+    if (!options.create) throw new QueueArgumentError('WEIR_BAD_ARGS', 'lower needs create: the limits a queue tightens to');
+    args.push('lower');
+  }
   if (options.front) args.push('front');
   return args;
 }

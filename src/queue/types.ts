@@ -92,6 +92,8 @@ export interface EnqueueOptions {
   dedupe?: readonly (readonly number[])[];
   /** An unknown queue is created with these limits, in the same atomic step as its first items (once, however many callers race; a known queue keeps its own). */
   create?: QueueLimit;
+  /** With `create`: a queue that exists tightens to those limits where they are stricter (a lower rate or cap), never looser. */
+  lower?: boolean;
   /** Into the queue's front band: served before every item at its tail (the call's first item first). */
   front?: boolean;
 }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { FairQueue, type Lease } from '../../src/queue/index.js';
+import { FairQueue, type Lease, type QueueLimit } from '../../src/queue/index.js';
 import { arenaKey } from '../../src/queue/keys.js';
 import { freshArena, useRedis } from '../helpers/fixture.js';
 import { scriptCalls } from '../helpers/redis.js';
@@ -188,6 +188,37 @@ describe('enqueue', () => {
     const second = await q.dequeue(arena, { leaseMs: 5000 });
     assert.ok(first.lease && second.lease);
     assert.notEqual(first.lease.queue, second.lease.queue, 'fresh is in the schedule at once, beside known');
+  });
+
+  it('lower: a shared queue tightens to the strictest limits its callers bring, whatever their order, and never loosens', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const clients = Array.from({ length: 4 }, () => fx.queue());
+    const specs = [
+      { rate: 10, maxInFlight: 0 },
+      { rate: 2, maxInFlight: 5 },
+      { rate: 'unlimited' as const, maxInFlight: 3 },
+      { rate: 4, maxInFlight: 0 },
+    ];
+    await Promise.all(clients.map((c, i) => c.enqueue(arena, 'server', [`s${i}`], { create: specs[i] as QueueLimit, lower: true })));
+    const limits = async (): Promise<[number | 'unlimited' | undefined, number | undefined]> => {
+      const s = (await q.allQueueStats(arena)).find((x) => x.name === 'server');
+      return [s?.rate, s?.maxInFlight];
+    };
+    assert.deepEqual(await limits(), [2, 3], 'the lowest rate and the lowest cap, whichever came first');
+    // Looser limits later change nothing, by enqueue or by setLimits with lower; stricter ones do.
+    await q.enqueue(arena, 'server', ['s4'], { create: { rate: 50, maxInFlight: 9 }, lower: true });
+    await q.setLimits(arena, { server: { rate: 'unlimited' } }, { lower: true });
+    assert.deepEqual(await limits(), [2, 3]);
+    await q.setLimits(arena, { server: { rate: 1, maxInFlight: 0 }, fresh: { rate: 3 } }, { lower: true });
+    assert.deepEqual(await limits(), [1, 3]);
+    assert.equal((await q.allQueueStats(arena)).find((x) => x.name === 'fresh')?.rate, 3, 'an unknown queue is created as given');
+    // Served at the lowered rate: the second serve a whole second after the first.
+    const first = await q.dequeue(arena, { leaseMs: 5000 });
+    const second = await q.dequeue(arena, { leaseMs: 5000 });
+    assert.ok(first.lease && !second.lease, 'one serve per interval');
+    assert.ok((second.waitMs ?? 0) > 900, `next slot ${String(second.waitMs)} ms away`);
+    await assert.rejects(q.enqueue(arena, 'server', ['x'], { lower: true }), { code: 'WEIR_BAD_ARGS' });
   });
 
   it('purge drops every queued item (chunks and items put back) at once, leaves leases and other queues, and the queue takes items again', async () => {
