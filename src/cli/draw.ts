@@ -36,6 +36,7 @@ export function formatStats(s: CrawlStats): string {
   if (s.totals.sitemaps > 0) lines.push(`sitemaps: ${s.totals.sitemaps} read, ${s.totals.sitemapUrls} in-scope URLs found in them`);
   if (s.totals.newDomains + s.totals.domainCapDrops > 0) lines.push(`other domains: ${s.totals.newDomains} found and queued${s.totals.domainCapDrops > 0 ? `, ${s.totals.domainCapDrops} links dropped past maxDomains` : ''}`);
   if (s.totals.quotaSkips > 0) lines.push(`maxPagesPerDomain: ${s.totals.quotaSkips} URLs skipped`);
+  if (s.totals.addressMoves > 0) lines.push(`perServer: ${s.totals.addressMoves} URLs moved to their host's new address`);
   if (s.bloom) {
     lines.push(
       `bloom: ${s.bloom.bits} bits, ${s.bloom.hashes} hashes, ${(s.bloom.fill * 100).toFixed(3)}% full, estimated false-positive rate ${s.bloom.combinedFalsePositiveRate.toExponential(2)} (shared filter ${s.bloom.estimatedFalsePositiveRate.toExponential(2)}, workers' local filters at most ${s.bloom.localFalsePositiveRate.toExponential(2)})`,

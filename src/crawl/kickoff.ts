@@ -2,11 +2,13 @@ import { FairQueue, type RedisClient } from '../queue/index.js';
 import { bloomParams, legacyBloomParams, type BloomParams } from './dedupe/index.js';
 import { crawlKeys, queuedUrl, type ArenaKeyMaker, type QueuedUrl } from './store/index.js';
 import { STARTED_AT_FIELD } from './counters/index.js';
-import { ByDomain, enqueueUrls, Scope } from './links/index.js';
+import { ByDomain, enqueueUrls, Scope, type QueueRouter } from './links/index.js';
+import { guardedLookup, type LookupFunction } from './fetch/index.js';
+import { AddressBook, ServerRouter } from './servers/index.js';
 import { storableSeed, validateSeed, type Seed } from './seed/index.js';
 
 export interface KickoffResult {
-  /** Queues (domains) created now. */
+  /** Queues (domains) created now (with perServer, server queues are made by their first URLs instead: 0). */
   domainsCreated: number;
   /** Start URLs enqueued now; 0 when a previous kickoff already did. */
   enqueued: number;
@@ -47,8 +49,13 @@ function seedUrlsByDomain(scope: Scope, urls: readonly string[], make: (u: strin
   return batch;
 }
 
-/** Seeds an arena: stores the seed, sets each domain's limits, sizes the dedupe bitmap, enqueues the start URLs (once). */
-export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis)): Promise<KickoffResult> {
+/**
+ * Seeds an arena: stores the seed, sets each domain's limits, sizes the
+ * dedupe bitmap, enqueues the start URLs (once). With perServer, the start
+ * URLs go to their servers' queues (`lookup` resolves their hosts: the
+ * crawler's guarded DNS unless given), made with their domains' limits.
+ */
+export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis), options: { lookup?: LookupFunction | undefined } = {}): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
   // The shard count first: another than the arena's is an error before anything is written.
   await queue.fixShards(seed.arena, seed.shards ?? undefined);
@@ -62,10 +69,13 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   const limits = Object.fromEntries(
     Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]),
   );
-  const domainsCreated = await queue.setLimits(seed.arena, limits);
+  const domainsCreated = seed.perServer ? 0 : await queue.setLimits(seed.arena, limits);
   const scope = new Scope(seed);
+  const router: QueueRouter | undefined = seed.perServer
+    ? new ServerRouter(new AddressBook(redis, keys.addresses, options.lookup ?? guardedLookup(seed.allowPrivateNetworks)), scope)
+    : undefined;
   // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  const bands = { priorityDepth: seed.priorityDepth };
+  const bands = { priorityDepth: seed.priorityDepth, router };
   const enqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, seed.start, (u) => queuedUrl(u)), bands);
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
   const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];

@@ -13,6 +13,7 @@ import { JsonlWriter } from './output/index.js';
 import { storableSeed, type Seed } from './seed/index.js';
 import { crawlStats, type CrawlStats } from './counters/index.js';
 import type { WorkerOptions, WorkerSummary } from './worker-options.js';
+import type { LookupFunction } from './fetch/index.js';
 
 /** How often a worker started before kickoff looks for the stored seed. */
 const KICKOFF_POLL_MS = 500;
@@ -67,11 +68,11 @@ export interface CrawlResult {
  * releases it), kickoff, and whether the arena was drained already with
  * nothing new to crawl; else the output file is truncated.
  */
-export async function startCrawl(redis: RedisClient, seed: Seed, queue: FairQueue, out?: string): Promise<{ lock: CrawlLock; kickoff: KickoffResult; alreadyDrained: boolean }> {
+export async function startCrawl(redis: RedisClient, seed: Seed, queue: FairQueue, out?: string, lookup?: LookupFunction): Promise<{ lock: CrawlLock; kickoff: KickoffResult; alreadyDrained: boolean }> {
   const lock = await CrawlLock.acquire(redis, queue, seed.arena);
   try {
     const before = await queue.stats(seed.arena);
-    const k = await kickoff(redis, seed, queue);
+    const k = await kickoff(redis, seed, queue, { lookup });
     const alreadyDrained = before.exists && k.enqueued === 0 && (await queue.stats(seed.arena)).drained;
     if (out !== undefined && !alreadyDrained) await new JsonlWriter(out, { truncate: true }).close();
     return { lock, kickoff: k, alreadyDrained };
@@ -87,7 +88,7 @@ export async function startCrawl(redis: RedisClient, seed: Seed, queue: FairQueu
  */
 export async function runCrawl(redis: RedisClient, seed: Seed, options: Omit<WorkerOptions, 'out' | 'exitWhenDone'> & { workers: number; out?: string }): Promise<CrawlResult> {
   const queue = new FairQueue(redis);
-  const { lock, kickoff: k } = await startCrawl(redis, seed, queue, options.out);
+  const { lock, kickoff: k } = await startCrawl(redis, seed, queue, options.out, options.lookup);
   let out: JsonlWriter | undefined;
   try {
     out = options.out ? new JsonlWriter(options.out) : undefined;

@@ -6,6 +6,7 @@ import { classifyResponse, commit, fetchFailed, release, retryLater, slowDown, t
 import { type LinkFollower, SITEMAP_LIMITS, SitemapReader, sitemapHosts } from './links/index.js';
 import type { PageRecord } from './output/index.js';
 import { encodeItem, type QueuedUrl } from './store/index.js';
+import { serverAddress } from './servers/index.js';
 
 /** What fetching a URL in its slot needs of the worker. */
 export interface UrlFetchDeps {
@@ -44,10 +45,11 @@ export class UrlFetch {
    * too late for its slot, or a fetch error to retry.
    */
   private async inSlot(lease: Lease, url: string, opts: Omit<FetchOptions, 'signal' | 'gate'>): Promise<FetchResult | Outcome> {
-    const send = await this.d.pacer.hold(lease, this.d.signal, this.d.fetcher.prepare(url));
+    const address = serverAddress(lease.queue);
+    const send = await this.d.pacer.hold(lease, this.d.signal, this.d.fetcher.prepare(url, address));
     if (send === null) return release();
     try {
-      const res = await this.d.fetcher.fetch(url, { ...opts, signal: this.d.signal, gate: send });
+      const res = await this.d.fetcher.fetch(url, { ...opts, signal: this.d.signal, gate: send, address });
       this.d.metrics?.fetchSeconds.observe(res.elapsedMs / 1000);
       this.d.tally.add(lease.queue, 'bytes', res.bytes);
       await this.d.pace.observe(lease.queue, res.elapsedMs, res.status < 500 && res.status !== 429);

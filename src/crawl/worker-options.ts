@@ -59,6 +59,8 @@ export interface WorkerOptions {
   signal?: AbortSignal;
   /** Injectable DNS (tests). */
   lookup?: LookupFunction;
+  /** With perServer: how long a host's resolved address stands before it is resolved again (default ADDRESS_TTL_MS, 1 h). */
+  addressTtlMs?: number;
   /** Backoff base after a failed robots.txt fetch (default ROBOTS.retryBaseMs, 1 s). */
   robotsRetryBaseMs?: number;
   /** Backoff base for 5xx and network errors (default RETRY_POLICY.retryBaseMs, 1 s). */

@@ -7,13 +7,14 @@ import { sleep } from '../sleep.js';
 import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
-import { Fetcher } from './fetch/index.js';
+import { Fetcher, guardedLookup } from './fetch/index.js';
 import { commit, DomainQuota, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, SitePace, type LeaseContext, type Outcome } from './lease/index.js';
 import { LinkFollower, Scope } from './links/index.js';
 import { WarcWriter } from './output/index.js';
 import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
 import type { Seed } from './seed/index.js';
-import { crawlKeys, decodeItem, DomainClaims, noteFault, PauseNotes, type CrawlKeys } from './store/index.js';
+import { crawlKeys, decodeItem, DomainClaims, noteFault, PauseNotes, type CrawlKeys, type QueuedUrl } from './store/index.js';
+import { AddressBook, isServerQueue, ServerRouter } from './servers/index.js';
 import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
@@ -49,6 +50,9 @@ export class CrawlWorker {
   private readonly settler: Settler;
   private readonly archive: WarcWriter | undefined;
   private readonly pauses: PauseNotes;
+  private readonly scope: Scope;
+  /** With perServer: which server's queue each URL goes to. */
+  private readonly servers: ServerRouter | undefined;
   private readonly stop = new AbortController();
   private readonly fetchAbort = new AbortController();
   private exitReason: WorkerSummary['exitReason'] = 'stopped';
@@ -78,22 +82,26 @@ export class CrawlWorker {
       );
     });
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
+    const scope = new Scope(seed);
+    this.scope = scope;
+    const lookup = options.lookup ?? guardedLookup(seed.allowPrivateNetworks);
+    const book = seed.perServer ? new AddressBook(redis, this.keys.addresses, lookup, options.addressTtlMs) : undefined;
+    this.servers = book && new ServerRouter(book, scope);
     this.fetcher = new Fetcher({
       archive: this.archive,
       userAgent: seed.userAgent,
       timeoutMs: seed.requestTimeoutMs,
       maxBodyBytes: seed.maxBodyBytes,
       allowPrivateNetworks: seed.allowPrivateNetworks,
-      ...(options.lookup ? { lookup: options.lookup } : {}),
+      lookup,
     });
-    const scope = new Scope(seed);
     this.pauses = new PauseNotes(redis, this.keys);
     const cache = new RobotsCache(redis, this.keys);
     this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name), realClock, seed.sendMarginMs);
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     const claims = seed.otherDomains && new DomainClaims(redis, this.keys.otherDomains, seed.otherDomains.maxDomains);
-    this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), claims, this.quota, options.onPage);
+    this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), claims, this.quota, this.servers, options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
     this.fetch = new UrlFetch({ pacer: this.pacer, pace: new SitePace(this.queue, seed.arena, seed.adaptivePace, (domain, rate) => history.pace(domain, rate)), fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
     this.settler = new Settler({ queue: this.queue, budget: this.budget, quota: this.quota, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
@@ -257,6 +265,8 @@ export class CrawlWorker {
     const { lease, item } = ctx;
     if (!item) return fail('malformed queue item');
     if (this.fetchAbort.signal.aborted) return release();
+    const moved = await this.relocated(lease, item);
+    if (moved) return moved;
     const url = new URL(item.url);
     const robots = await this.gate.check(url);
     switch (robots.kind) {
@@ -281,9 +291,11 @@ export class CrawlWorker {
       return release();
     }
     ctx.reserved = true;
-    switch (await this.quota.reserve(lease.queue)) {
+    // (A server's queue holds several domains: the quota is the URL's domain's.)
+    const domain = isServerQueue(lease.queue) ? (this.scope.queueOf(item.url) ?? lease.queue) : lease.queue;
+    switch (await this.quota.reserve(domain)) {
       case 'ok':
-        ctx.domainReserved = this.quota.limited;
+        if (this.quota.limited) ctx.quotaDomain = domain;
         return this.fetch.page(lease, item);
       case 'wait':
         // (Its domain's pages in flight may yet end in none: asked again in a while.)
@@ -291,5 +303,21 @@ export class CrawlWorker {
       case 'full':
         return commit({ status: null, error: 'maxPagesPerDomain reached' }, [['quotaSkips', 1]]);
     }
+  }
+
+  /**
+   * With perServer, a URL whose host resolves to another address now than
+   * when it was queued goes to that server's queue (queued there before this
+   * lease commits: at worst fetched twice, never lost), and nothing is sent
+   * under the old server's pace.
+   */
+  private async relocated(lease: Lease, item: QueuedUrl): Promise<Outcome | null> {
+    if (!this.servers || !isServerQueue(lease.queue)) return null;
+    const now = await this.servers.queueOf(item.url);
+    if (now === null || now === lease.queue) return null;
+    const create = this.servers.limitsOf(this.scope.queueOf(item.url) ?? lease.queue);
+    await this.queue.enqueue(this.seed.arena, now, [lease.item], { ...(create ? { create, lower: true } : {}), front: true });
+    this.log?.info({ url: item.url, from: lease.queue, to: now }, "host's address changed: URL queued for its new server");
+    return { kind: 'moved', tallies: [['addressMoves', 1]] };
   }
 }

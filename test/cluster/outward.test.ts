@@ -1,7 +1,9 @@
 /**
  * Crawling outward on a 3-master Redis Cluster: new domains are created on
  * every master's shards by the enqueues that meet them, while maxDomains
- * (a set on the arena's first shard) and maxPagesPerDomain stay exact.
+ * (a set on the arena's first shard) and maxPagesPerDomain stay exact;
+ * and so with politeness per server (a server's queue is one queue, on one
+ * shard, like any other).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -22,6 +24,8 @@ describe('crawling outward on a Redis Cluster', () => {
       const layout = await queue.layout('outward-cluster');
       const shards = new Set((await queue.allQueueStats('outward-cluster')).filter((q) => q.name.includes(':')).map((q) => shardOf(q.name, layout.shards)));
       assert.ok(layout.shards >= 3 && shards.size >= 3, `new domains on ${shards.size} of ${layout.shards} shards`);
+      // Politeness per server on the same Cluster: the servers' queues, the caps still exact, each server at its rate by its own log.
+      await cappedCrawl(client, 'outward-cluster-servers', { perServer: true });
       await queue.close();
     } finally {
       client.disconnect();

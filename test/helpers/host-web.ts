@@ -23,6 +23,8 @@ export interface HostWebOptions {
 export class HostWeb {
   /** Arrivals by host name (the Host header without its port). */
   readonly arrivals = new Map<string, Arrival[]>();
+  /** The same arrivals by the address of the server they reached (each server's own log). */
+  readonly byAddress = new Map<string, Arrival[]>();
   private readonly clock = stampClock();
   private readonly index: Map<string, number>;
 
@@ -96,6 +98,10 @@ export class HostWeb {
     const arrival = { path, ...this.clock.stamp() };
     if (list) list.push(arrival);
     else this.arrivals.set(name, [arrival]);
+    const server = req.socket.localAddress ?? '?';
+    const atServer = this.byAddress.get(server);
+    if (atServer) atServer.push(arrival);
+    else this.byAddress.set(server, [arrival]);
     const body = this.index.has(name) ? this.options.page(name, path, (n) => this.origin(n)) : null;
     if (body === null) {
       res.writeHead(404, { 'content-type': 'text/plain' });

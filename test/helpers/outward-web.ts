@@ -45,13 +45,23 @@ export function assertPolite(web: HostWeb, intervalMs: number): void {
   }
 }
 
+/** Each server's closest pair of arrivals (all its hosts together) must be at least `intervalMs(address)` apart, by its own log. */
+export function assertPoliteByAddress(web: HostWeb, intervalMs: (address: string) => number): void {
+  for (const [address, log] of web.byAddress) {
+    const { gap, around } = closestPair(log);
+    const want = intervalMs(address);
+    assert.ok(gap >= want, `server ${address}: two requests ${gap.toFixed(1)} ms apart at an interval of ${want} ms: ${requestTimes(around, around[0]?.at ?? 0)}`);
+  }
+}
 
 /**
  * A crawl of the fixture with maxDomains 25 and maxPagesPerDomain 2 by 3
  * in-process workers on `redis` (one node or a Cluster), checked from the
  * servers' logs: exactly 25 new domains, exactly 2 pages of each domain.
+ * With perServer, every server (of the 8 addresses) is also at most at the
+ * sites' rate, all its sites together.
  */
-export async function cappedCrawl(redis: RedisClient, arena: string): Promise<void> {
+export async function cappedCrawl(redis: RedisClient, arena: string, options: { perServer?: boolean } = {}): Promise<void> {
 const web = await HostWeb.start({ names: Array.from({ length: HOSTS }, (_, i) => name(i)), addresses: 8, page });
     try {
       const seed = validateSeed({
@@ -62,6 +72,7 @@ const web = await HostWeb.start({ names: Array.from({ length: HOSTS }, (_, i) =>
         otherDomains: { key: 'host', rate: 20, maxInFlight: 1, maxDomains: 25 },
         maxPagesPerDomain: 2,
         allowPrivateNetworks: true,
+        perServer: options.perServer === true,
       });
       const result = await runCrawl(redis, seed, { workers: 3, concurrency: 8, lookup: web.lookup() });
       const fetched = [...web.arrivals.keys()].filter((h) => web.pages(h).length > 0);
@@ -75,6 +86,11 @@ const web = await HostWeb.start({ names: Array.from({ length: HOSTS }, (_, i) =>
         assert.ok(paths.includes('/'), `${h}: its home page among them`);
       }
       assertPolite(web, 50);
+      if (options.perServer) {
+        assertPoliteByAddress(web, () => 50);
+        const queues = (await new FairQueue(redis).allQueueStats(arena)).map((q) => q.name);
+        assert.ok(queues.length > 0 && queues.length <= 8 && queues.every((q) => /^@127\.0\.0\.\d+$/.test(q)), `one queue per server: ${queues.join(' ')}`);
+      }
       const t = result.stats.totals;
       assert.equal(t.pages, (SEEDS + 25) * 2);
       assert.equal(t.newDomains, 25);

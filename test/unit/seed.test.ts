@@ -94,6 +94,7 @@ describe('seed files', () => {
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nmaxPagesPerDomain: 0', 'maxPagesPerDomain', /whole number from 1/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: fast', 'adaptivePace', /true, false or a mapping/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\npriorityDepth: -1', 'priorityDepth', /whole number from 0/],
+      ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nperServer: yes-please', 'perServer', /true or false/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: { delayFactor: -1 }', 'adaptivePace.delayFactor', /number from 0 to 1000/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: { maxDelayMs: 0 }', 'adaptivePace.maxDelayMs', /whole number from 1/],
       ['arena: a\nrateLimits:\n  a.com: 1\nstart: [http://a.com/]\nadaptivePace: { factor: 2 }', 'adaptivePace.factor', /not a known field/],

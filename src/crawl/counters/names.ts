@@ -35,6 +35,8 @@ export const TALLY_NAMES = [
   'domainCapDrops',
   /** URLs not fetched because their domain had its maxPagesPerDomain. */
   'quotaSkips',
+  /** URLs queued again for another server because their host's address changed (perServer). */
+  'addressMoves',
   /** Links that could not be made into a crawlable URL. */
   'malformed',
   /** Retries after 5xx or network errors. */

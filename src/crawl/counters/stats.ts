@@ -48,7 +48,7 @@ export interface CrawlStats {
   drained: boolean;
   totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; robotsBlocked: number; sitemaps: number; sitemapUrls: number;
     /** Domains the seed does not list that the crawl created (otherDomains), links dropped past its maxDomains, URLs skipped past maxPagesPerDomain. */
-    newDomains: number; domainCapDrops: number; quotaSkips: number };
+    newDomains: number; domainCapDrops: number; quotaSkips: number; addressMoves: number };
   domains: DomainStats[];
   bloom: {
     bits: number;
@@ -115,6 +115,7 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
       newDomains: n('*', 'newDomains'),
       domainCapDrops: n('*', 'domainCapDrops'),
       quotaSkips: n('*', 'quotaSkips'),
+      addressMoves: n('*', 'addressMoves'),
     },
     domains,
     bloom,

@@ -34,6 +34,21 @@ export interface FetchOptions {
   maxBytes?: number | undefined;
   /** Takes a wanted body chunk by chunk instead of it being kept (returns false to stop reading); `body` is then empty. */
   sink?: ((chunk: Buffer) => boolean) | undefined;
+  /**
+   * Connect to this address, whatever the host resolves to now (politeness
+   * per server: the server whose pace the request was sent by is the one
+   * asked). Connections to one address are kept apart from those to another.
+   */
+  address?: string | undefined;
+}
+
+/** Servers whose connections are kept at once (politeness per server); the least recently used one is closed past this. */
+const MAX_ADDRESS_ROUTES = 256;
+
+/** An agent and its connector: the default route resolves each host; an address's route connects every host there. */
+interface Route {
+  agent: Agent;
+  connector: WarmConnector;
 }
 
 export interface FetchResult {
@@ -171,21 +186,50 @@ export function watchdog<T>(work: Promise<T>, ms: number, expired: () => Error):
  * bomb costs at most maxBodyBytes), and always consumes or destroys the body.
  */
 export class Fetcher {
-  private readonly agent: Agent;
-  private readonly connector: WarmConnector;
+  private readonly main: Route;
+  private readonly byAddress = new Map<string, Route>();
 
   constructor(private readonly options: FetcherOptions) {
-    this.connector = new WarmConnector({
-      lookup: options.lookup ?? guardedLookup(options.allowPrivateNetworks),
-      timeoutMs: Math.min(options.timeoutMs, 10_000),
-    });
-    this.agent = new Agent({
-      connections: options.connectionsPerOrigin ?? 4,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-      connect: this.connector.connect,
+    this.main = this.route(options.lookup ?? guardedLookup(options.allowPrivateNetworks));
+  }
+
+  private route(lookup: LookupFunction): Route {
+    const connector = new WarmConnector({ lookup, timeoutMs: Math.min(this.options.timeoutMs, 10_000) });
+    const agent = new Agent({
+      connections: this.options.connectionsPerOrigin ?? 4,
+      headersTimeout: this.options.timeoutMs,
+      bodyTimeout: this.options.timeoutMs,
+      connect: connector.connect,
       maxResponseSize: -1,
     });
+    return { agent, connector };
+  }
+
+  /** The route a request takes: to `address` when given (kept, most recently used last), else the host's own. */
+  private routeTo(address: string | undefined): Route {
+    if (address === undefined) return this.main;
+    let r = this.byAddress.get(address);
+    if (r) {
+      this.byAddress.delete(address);
+    } else {
+      const family = isIP(address);
+      const allowed = this.options.allowPrivateNetworks || !isPrivateAddress(address);
+      r = this.route((hostname, opts, cb) => {
+        if (!allowed) return cb(new PrivateAddressError(hostname, address), '');
+        if (opts.all) cb(null, [{ address, family }]);
+        else cb(null, address, family);
+      });
+      const oldest = this.byAddress.keys().next();
+      if (this.byAddress.size >= MAX_ADDRESS_ROUTES && !oldest.done) {
+        const old = this.byAddress.get(oldest.value);
+        this.byAddress.delete(oldest.value);
+        old?.connector.close();
+        // (Requests in flight on it finish first.)
+        void old?.agent.close().catch(() => undefined);
+      }
+    }
+    this.byAddress.set(address, r);
+    return r;
   }
 
   /** Refuses private IP literals (they never go through lookup). */
@@ -201,11 +245,11 @@ export class Fetcher {
    * (see WarmConnector). Never throws: a connection that fails here fails the
    * request the same way.
    */
-  async prepare(url: string): Promise<void> {
+  async prepare(url: string, address?: string): Promise<void> {
     try {
       const u = new URL(url);
       this.checkLiteral(u, 0);
-      await this.connector.warm(u);
+      await this.routeTo(address).connector.warm(u);
     } catch {
       // reported by fetch()
     }
@@ -226,11 +270,12 @@ export class Fetcher {
     const capture = this.options.archive ? new ExchangeCapture(url, this.options.archive) : null;
     const hooks: RequestHooks = { gate: opts.gate, capture };
     if (opts.gate || capture) pendingHooks.set(sentKey, hooks);
-    this.connector.begin(u);
+    const route = this.routeTo(opts.address);
+    route.connector.begin(u);
     const abandon = new AbortController();
     const signal = opts.signal ? AbortSignal.any([opts.signal, abandon.signal]) : abandon.signal;
     try {
-      const res = await watchdog(this.get(url, opts, started, signal, capture), this.options.timeoutMs + WATCHDOG_GRACE_MS, () => {
+      const res = await watchdog(this.get(route.agent, url, opts, started, signal, capture), this.options.timeoutMs + WATCHDOG_GRACE_MS, () => {
         abandon.abort();
         return new FetchError('WEIR_TIMEOUT', 'abandoned: the HTTP client did not settle within the request deadline', elapsed());
       });
@@ -243,11 +288,11 @@ export class Fetcher {
       throw unarchived ?? err;
     } finally {
       if (pendingHooks.get(sentKey) === hooks) pendingHooks.delete(sentKey);
-      this.connector.end(u);
+      route.connector.end(u);
     }
   }
 
-  private async get(url: string, opts: FetchOptions, started: number, outer?: AbortSignal, capture?: ExchangeCapture | null): Promise<Omit<FetchResult, 'warc'>> {
+  private async get(agent: Agent, url: string, opts: FetchOptions, started: number, outer?: AbortSignal, capture?: ExchangeCapture | null): Promise<Omit<FetchResult, 'warc'>> {
     const elapsed = (): number => Math.round(performance.now() - started);
     const deadline = AbortSignal.timeout(this.options.timeoutMs);
     const signal = outer ? AbortSignal.any([deadline, outer]) : deadline;
@@ -255,7 +300,7 @@ export class Fetcher {
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
-        dispatcher: this.agent,
+        dispatcher: agent,
         method: 'GET',
         headers: { 'user-agent': this.options.userAgent, accept: ACCEPT, 'accept-encoding': 'gzip, deflate, br' },
         signal,
@@ -308,7 +353,7 @@ export class Fetcher {
     const { port } = server.address() as { port: number };
     try {
       // Through this fetcher's own agent and code path (an IP literal: no lookup, so no guard to pass).
-      for (let i = 0; i < 3; i++) await this.get(`http://127.0.0.1:${port}/`, { wantBody: () => true }, performance.now());
+      for (let i = 0; i < 3; i++) await this.get(this.main.agent, `http://127.0.0.1:${port}/`, { wantBody: () => true }, performance.now());
     } catch {
       // warming only
     } finally {
@@ -318,8 +363,10 @@ export class Fetcher {
   }
 
   async close(): Promise<void> {
-    this.connector.close();
-    await this.agent.destroy();
+    const routes = [this.main, ...this.byAddress.values()];
+    this.byAddress.clear();
+    for (const r of routes) r.connector.close();
+    await Promise.all(routes.map((r) => r.agent.destroy()));
   }
 }
 

@@ -20,7 +20,9 @@ export type Outcome =
    * URL after the pause, no attempt counted; `item` (the URL with its pacing
    * count raised) is what goes back.
    */
-  | { kind: 'pause'; ms: number; reason: string; tallies: Tallies; item?: string };
+  | { kind: 'pause'; ms: number; reason: string; tallies: Tallies; item?: string }
+  /** The URL was queued again elsewhere (its host's server changed: servers/router.ts): commit, no output line. */
+  | { kind: 'moved'; tallies: Tallies };
 
 export const commit = (record: Partial<PageRecord>, tallies: Tallies = [], page = false): Outcome => ({ kind: 'commit', page, record, tallies });
 export const release = (tallies: Tallies = []): Outcome => ({ kind: 'release', tallies });

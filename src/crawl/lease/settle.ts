@@ -12,8 +12,8 @@ export interface LeaseContext {
   /** null when the queue item was not written by weir. */
   item: QueuedUrl | null;
   reserved: boolean;
-  /** Holds a page reservation of its domain's maxPagesPerDomain. */
-  domainReserved?: boolean;
+  /** The domain whose maxPagesPerDomain it holds a page reservation of (its queue's, or with perServer its URL's). */
+  quotaDomain?: string | undefined;
 }
 
 /**
@@ -47,10 +47,11 @@ export class Settler {
     } finally {
       if (ctx.reserved && !kept) await this.deps.budget.unreserve();
       ctx.reserved = false;
-      if (ctx.domainReserved) {
-        ctx.domainReserved = false;
+      const domain = ctx.quotaDomain;
+      if (domain !== undefined) {
+        ctx.quotaDomain = undefined;
         const quota = this.deps.quota;
-        if (quota) await (kept ? quota.keep(ctx.lease.queue) : quota.unreserve(ctx.lease.queue));
+        if (quota) await (kept ? quota.keep(domain) : quota.unreserve(domain));
       }
     }
   }
@@ -83,6 +84,13 @@ export class Settler {
         if (r === 'stale') return this.stale(ctx, 'fail');
         tally.addAll(lease.queue, outcome.tallies);
         this.write(ctx, outcome.record);
+        return false;
+      }
+      case 'moved': {
+        const r = await queue.commit(lease);
+        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
+        if (r === 'stale') return this.stale(ctx, 'commit');
+        tally.addAll(lease.queue, outcome.tallies);
         return false;
       }
       case 'pause':

@@ -47,30 +47,54 @@ export function inFrontBand(q: QueuedUrl, priorityDepth: number | null): boolean
   return q.sitemapLevel !== null || (priorityDepth !== null && q.depth <= priorityDepth);
 }
 
+/** URLs bound for one queue, and what its enqueue may create or tighten. */
+export interface QueueGroup {
+  queue: string;
+  list: QueuedUrl[];
+  /** Limits the queue is made with when it does not exist yet. */
+  create?: QueueLimit | undefined;
+  /** With create: an existing queue tightens to them where they are stricter (a queue several domains share). */
+  lower?: boolean;
+}
+
+/** Where a batch's URLs go when that is not their domain's queue (politeness per server: servers/router.ts). */
+export interface QueueRouter {
+  regroup(batch: ByDomain): Promise<QueueGroup[]>;
+}
+
 /**
  * The one way URLs enter the queue, for kickoff and for links alike: one
- * enqueue per domain with each URL's Bloom positions (the queue drops those
- * already seen, atomically), many domains at once so the queue client
- * carries many queues in one script call. A domain the seed does not list
+ * enqueue per queue with each URL's Bloom positions (the queue drops those
+ * already seen, atomically), many queues at once so the queue client
+ * carries many in one script call. A queue is its domain's, or with a
+ * `router` whatever it says (its server's). A domain the seed does not list
  * is created by its enqueue with `otherLimits` (its place among
  * maxDomains granted before: store/domain-claims.ts). Returns how many were new.
  */
-export async function enqueueUrls(queue: FairQueue, arena: string, bloom: BloomParams, batch: ByDomain, options: { otherLimits?: QueueLimit | undefined; priorityDepth?: number | null } = {}): Promise<number> {
-  const { otherLimits, priorityDepth = null } = options;
-  const groups = [...batch.groups];
+export async function enqueueUrls(
+  queue: FairQueue,
+  arena: string,
+  bloom: BloomParams,
+  batch: ByDomain,
+  options: { otherLimits?: QueueLimit | undefined; priorityDepth?: number | null; router?: QueueRouter | undefined } = {},
+): Promise<number> {
+  const { otherLimits, priorityDepth = null, router } = options;
+  const groups: QueueGroup[] = router
+    ? await router.regroup(batch)
+    : [...batch.groups].map(([domain, list]) => ({ queue: domain, list, create: batch.others.has(domain) ? otherLimits : undefined }));
   let enqueued = 0;
-  const send = (domain: string, list: QueuedUrl[], front: boolean): Promise<number> =>
+  const send = (g: QueueGroup, list: QueuedUrl[], front: boolean): Promise<number> =>
     list.length === 0
       ? Promise.resolve(0)
-      : queue.enqueue(arena, domain, list.map(encodeItem), {
+      : queue.enqueue(arena, g.queue, list.map(encodeItem), {
           dedupe: list.map((q) => bloomPositions(q.url, bloom)),
-          ...(otherLimits && batch.others.has(domain) ? { create: otherLimits } : {}),
+          ...(g.create ? { create: g.create, lower: g.lower === true } : {}),
           ...(front ? { front } : {}),
         });
   for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
-    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).flatMap(([domain, list]) => {
-      const front = list.filter((q) => inFrontBand(q, priorityDepth));
-      return front.length === 0 ? [send(domain, list, false)] : [send(domain, front, true), send(domain, list.filter((q) => !inFrontBand(q, priorityDepth)), false)];
+    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).flatMap((g) => {
+      const front = g.list.filter((q) => inFrontBand(q, priorityDepth));
+      return front.length === 0 ? [send(g, g.list, false)] : [send(g, front, true), send(g, g.list.filter((q) => !inFrontBand(q, priorityDepth)), false)];
     });
     for (const n of await Promise.all(calls)) enqueued += n;
   }

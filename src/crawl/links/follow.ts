@@ -4,7 +4,7 @@ import type { DomainQuota } from '../lease/index.js';
 import { bloomParams, type BloomParams, type LocalSeen } from '../dedupe/index.js';
 import type { FetchResult, PageText } from '../fetch/index.js';
 import { queuedUrl, type QueuedUrl } from '../store/index.js';
-import { ByDomain, enqueueUrls } from './enqueue.js';
+import { ByDomain, enqueueUrls, type QueueRouter } from './enqueue.js';
 import { extractLinksAsync, headerNofollow } from './extract.js';
 import { normalizeToUrl, normalizeUrl } from '../urls/index.js';
 import type { Tallies } from '../counters/index.js';
@@ -79,6 +79,8 @@ export class LinkFollower {
     private readonly claims: DomainClaims | null,
     /** maxPagesPerDomain: links to a domain known to be full are not queued. */
     private readonly quota: DomainQuota | null,
+    /** With perServer: the server queue each URL goes to. */
+    private readonly router: QueueRouter | undefined,
     private readonly onPage?: OnPage,
   ) {
     const other = seed.otherDomains;
@@ -261,7 +263,7 @@ export class LinkFollower {
       if (refused > 0) tallies.push(['domainCapDrops', dropped]);
     }
     const candidates = byDomain.count;
-    const enqueued = candidates === 0 ? 0 : await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain, { otherLimits: this.otherLimits, priorityDepth: this.seed.priorityDepth });
+    const enqueued = candidates === 0 ? 0 : await enqueueUrls(this.queue, this.seed.arena, await this.arenaBitmap(), byDomain, { otherLimits: this.otherLimits, priorityDepth: this.seed.priorityDepth, router: this.router });
     return { candidates, enqueued, tallies };
   }
 

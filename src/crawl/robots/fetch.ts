@@ -8,6 +8,7 @@ import { ROBOTS, robotsRetryMs, type RobotsCache, type RobotsState } from './cac
 import { parseRobots, robotsText } from './parse.js';
 import type { Scope } from '../links/index.js';
 import type { Seed } from '../seed/index.js';
+import { isServerQueue, serverAddress } from '../servers/index.js';
 
 /** The send gate of robots.txt's hop `hop` (0: the request itself; more: its redirects), resolved when that hop may go. */
 export type HopGates = (hop: number, signal: AbortSignal) => Promise<SendGate | undefined>;
@@ -50,7 +51,7 @@ export class RobotsFetcher {
    * first hop's decides, as its headers are written, whether it still goes.
    */
   async fetch(origin: string, domain: string, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsFetchResult> {
-    const state = await this.get(origin, failures, signal, gateOf);
+    const state = await this.get(origin, serverAddress(domain), failures, signal, gateOf);
     await this.deps.cache.set(origin, state);
     this.deps.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
     const delay = state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0 ? Math.min(ROBOTS.maxCrawlDelaySeconds, state.rules.crawlDelay) : null;
@@ -58,14 +59,16 @@ export class RobotsFetcher {
     return { state, crawlDelay: delay, sitemaps: state.state === 'rules' ? (state.rules.sitemaps ?? []) : [] };
   }
 
-  private async get(origin: string, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsState> {
+  /** `address`: the server robots.txt is asked of (perServer), for hops on the origin's own host. */
+  private async get(origin: string, address: string | undefined, failures: number, signal: AbortSignal, gateOf?: HopGates): Promise<RobotsState> {
     let url = `${origin}/robots.txt`;
+    const host = new URL(origin).hostname;
     for (let hop = 0; hop <= ROBOTS.maxRedirects; hop++) {
       let res: FetchResult;
       try {
         const gate = await gateOf?.(hop, signal);
         if (signal.aborted) throw new FetchError('WEIR_NETWORK', 'stopped before robots.txt was sent', 0);
-        res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate });
+        res = await this.deps.fetcher.fetch(url, { wantBody: () => true, signal, gate, address: new URL(url).hostname === host ? address : undefined });
       } catch (err) {
         // The archive failed: nothing is learnt of the site (the worker stops: worker.ts).
         if (isWeirError(err, 'WEIR_WARC')) throw err;
@@ -93,10 +96,24 @@ export class RobotsFetcher {
     return this.failed(failures + 1, 'too many redirects');
   }
 
-  /** Crawl-delay lowers a domain's rate, never raises it; the largest delay of the domain's origins wins. */
+  /**
+   * Crawl-delay lowers a domain's rate, never raises it; the largest delay
+   * of the domain's origins wins. `domain` is the queue the robots.txt was
+   * fetched for: with perServer, a server's, which takes the lower rate as
+   * any of its sites' limits (setLimits lower: the strictest stands).
+   */
   private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number): Promise<void> {
     const { redis, keys, seed, scope, queue } = this.deps;
     await redis.hset(keys.crawlDelays, origin, String(delaySeconds));
+    if (isServerQueue(domain)) {
+      const own = scope.limitsOf(scope.queueOf(`${origin}/`) ?? '');
+      if (own === null) return;
+      const byDelay = Math.min(LIMITS.maxRate, 1 / delaySeconds);
+      const rate = own.rate === 'unlimited' ? byDelay : Math.min(own.rate, byDelay);
+      await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: own.maxInFlight } }, { lower: true });
+      this.deps.log?.info({ domain, origin, crawlDelay: delaySeconds }, 'Crawl-delay applied to its server');
+      return;
+    }
     const configured = scope.limitsOf(domain);
     if (configured === null) return;
     // Recompute from every origin's delay, and again if another worker added one meanwhile.

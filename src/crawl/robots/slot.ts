@@ -9,6 +9,7 @@ import { ROBOTS } from './cache.js';
 import type { HopGates, RobotsFetcher } from './fetch.js';
 import type { RobotsGate } from './gate.js';
 import type { Seed } from '../seed/index.js';
+import { serverAddress } from '../servers/index.js';
 
 /**
  * The send gates of robots.txt's hops (RFC 9309: redirects followed inline).
@@ -127,7 +128,7 @@ export async function fetchRobotsInSlot(d: RobotsSlotDeps, lease: Lease, origin:
   let send: SlotSend | null = null;
   try {
     const robotsUrl = `${origin}/robots.txt`;
-    send = await d.pacer.hold(lease, signal, d.fetcher.prepare(robotsUrl));
+    send = await d.pacer.hold(lease, signal, d.fetcher.prepare(robotsUrl, serverAddress(lease.queue)));
     if (send === null) return release();
     const hops = robotsHops(send);
     const got = await d.robots.fetch(origin, lease.queue, failures, signal, hops.gateOf);

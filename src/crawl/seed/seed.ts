@@ -101,6 +101,12 @@ export interface Seed {
    * do); null: only sitemaps.
    */
   priorityDepth: number | null;
+  /**
+   * Politeness per server: every URL goes to the queue of the address its
+   * host resolves to ('@<address>'), so sites on one server share one limit,
+   * the strictest of theirs (links/servers.ts).
+   */
+  perServer: boolean;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -116,7 +122,7 @@ export class SeedError extends WeirError {
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
-  'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth',
+  'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth', 'perServer',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -306,6 +312,7 @@ export function validateSeed(data: unknown): Seed {
     maxPagesPerDomain: nullable(data.maxPagesPerDomain, (v) => int('maxPagesPerDomain', v, 1, Number.MAX_SAFE_INTEGER)),
     adaptivePace: adaptivePaceOf(data.adaptivePace),
     priorityDepth: nullable(data.priorityDepth, (v) => int('priorityDepth', v, 0, 1_000_000)),
+    perServer: optional(data.perServer, false, (v) => bool('perServer', v)),
   };
 }
 
