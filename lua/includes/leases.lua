@@ -20,7 +20,7 @@
 ]]
 --@include "items"
 --@include "schedule"
-local lease_get, lease_put, free_slots, free_slot, lease_expiry, lease_record, lease_parts, holds, parse_lease, lease_token, token_of, to_dead, requeue, reap_expired, current_lease, end_lease
+local lease_get, lease_put, free_slots, free_slot, lease_expiry, lease_record, lease_parts, holds, parse_lease, lease_token, token_of, to_dead, requeue, delay_item, reap_expired, current_lease, end_lease
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Whether key-schema 2's leases hash may still hold leases; when a look
@@ -148,17 +148,25 @@ do
   -- Where an item goes when its lease ends without a commit. id: the lease's
   -- (unique, unlike its slot: it names the retry in `delayed`). attempts:
   -- deliveries that count against maxAttempts so far.
+  -- An item that comes back to its queue at `at` (µs): as a retry, to the
+  -- head with its attempts (`attempts` a number), or as a revisit, to the
+  -- tail with none (`attempts` 'r'). Record "<qid>:<attempts>:<reason
+  -- length>:<reason><item>" (promote.lua promote_due_retries).
+  function delay_item(id, qid, item, attempts, reason, at)
+    rcall('ZADD', K_DELAYED, fmt(at), id)
+    lower_bound('delayat', at)
+    rcall('HSET', K_DELAYDATA, id, qid .. ':' .. (attempts == 'r' and 'r' or fmt(attempts)) .. ':' .. #reason .. ':' .. reason .. item)
+    local st = qstate(qid)
+    st.d = st.d + 1
+    qdirty(qid, st)
+    mincr('delayed', 1)
+  end
+
   function requeue(id, qid, item, attempts, reason, delay_us, now)
     if attempts >= max_attempts() then
       to_dead(qid, item, attempts, reason, now)
     elseif delay_us > 0 then
-      rcall('ZADD', K_DELAYED, fmt(now + delay_us), id)
-      lower_bound('delayat', now + delay_us)
-      rcall('HSET', K_DELAYDATA, id, qid .. ':' .. fmt(attempts) .. ':' .. #reason .. ':' .. reason .. item)
-      local st = qstate(qid)
-      st.d = st.d + 1
-      qdirty(qid, st)
-      mincr('delayed', 1)
+      delay_item(id, qid, item, attempts, reason, now + delay_us)
     else
       push_front(qid, qstate(qid), item, attempts, reason)
     end

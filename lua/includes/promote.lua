@@ -21,7 +21,8 @@ do
   -- (and leases.lua's REAP_BATCH).
   local PROMOTE_BATCH = 100
 
-  -- Retries whose delay is over go back to the head of their queue.
+  -- Retries whose delay is over go back to the head of their queue; revisits
+  -- (attempts 'r': revisit.lua) to its tail, as new items do.
   function promote_due_retries(now)
     if not bound_passed('delayat', now) then return end
     local due = rcall('ZRANGEBYSCORE', K_DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_BATCH)
@@ -34,12 +35,17 @@ do
         local b = sfind(rec, ':', a + 1, true)
         local c = sfind(rec, ':', b + 1, true)
         local qid = ssub(rec, 1, a - 1)
-        local attempts = tonumber(ssub(rec, a + 1, b - 1))
+        local attempts = ssub(rec, a + 1, b - 1)
         local rlen = tonumber(ssub(rec, b + 1, c - 1))
         local st = qstate(qid)
         st.d = st.d - 1
         mincr('delayed', -1)
-        push_front(qid, st, ssub(rec, c + rlen + 1), attempts, ssub(rec, c + 1, c + rlen))
+        if attempts == 'r' then
+          push_tail(qid, st, ssub(rec, c + rlen + 1))
+          mincr('queued', 1)
+        else
+          push_front(qid, st, ssub(rec, c + rlen + 1), tonumber(attempts), ssub(rec, c + 1, c + rlen))
+        end
         activate(qid, now)
       end
     end

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { ArenaAdmin } from './arena-admin.js';
-import { checkDedupe, checkInt, checkItems, checkName, checkReason } from './checks.js';
+import { LeaseEnds } from './lease-ends.js';
+import { checkDedupe, checkInt, checkItems, checkName } from './checks.js';
 import { ShardClocks, type RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
 import { enqueueCalls, enqueueOptionArgs, type EnqueueRequest } from './enqueue-batch.js';
 import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
-import { decodeDequeue, decodeExtend, decodeOutcome, decodeRetry } from './replies.js';
-import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, EnqueueOptions, QueueClientCounters, RetryOptions, TakeOptions, RedisClient } from './types.js';
+import { decodeDequeue, decodeExtend, decodeOutcome } from './replies.js';
+import type { DequeueOptions, DequeueResult, FairQueueOptions, Lease, LeaseOutcome, EnqueueOptions, QueueClientCounters, TakeOptions, RedisClient } from './types.js';
 import { ReplicaWait } from './replicas.js';
 import { SeenCheck } from './seen-check.js';
 import { RidingCommits, SpareLeases } from './spares.js';
@@ -31,7 +31,7 @@ interface TakeRequest {
  * one; this class sends each call to its queue's shard, spreads takes over
  * the shards, and sums arena-wide figures over them.
  */
-export class FairQueue extends ArenaAdmin {
+export class FairQueue extends LeaseEnds {
   readonly leaseMs: number;
   readonly counters: QueueClientCounters = { dequeues: 0, emptyDequeues: 0, leases: 0, wakeups: 0, seenReads: 0, seenSkipped: 0 };
   /** Redis's clocks as seen from this process (clock.ts): any shard's, and each shard's (clockOf). */
@@ -358,28 +358,6 @@ export class FairQueue extends ArenaAdmin {
     if (expiresAt === null) return 'stale';
     lease.expiresAt = expiresAt;
     return 'ok';
-  }
-
-  /** Hands a lease back unfinished: head of its queue, no attempt counted. */
-  async release(lease: Lease): Promise<LeaseOutcome> {
-    return decodeOutcome(await this.run('release', lease.shard, [lease.token]));
-  }
-
-  /** Tries the item again later; 'dead' when its attempts ran out. */
-  async retry(lease: Lease, options: RetryOptions = {}): Promise<LeaseOutcome | 'dead'> {
-    const delayMs = checkInt('delayMs', options.delayMs ?? 0, 0, LIMITS.maxDelayMs);
-    const count = options.countAttempt === false ? '0' : '1';
-    const args: (string | number)[] = [lease.token, delayMs, checkReason(options.reason ?? ''), count];
-    if (options.item !== undefined) {
-      checkItems([options.item]);
-      args.push(options.item);
-    }
-    return decodeRetry(await this.run('retry', lease.shard, args));
-  }
-
-  /** Sends the item straight to the dead letter. */
-  async fail(lease: Lease, reason: string): Promise<LeaseOutcome> {
-    return decodeOutcome(await this.run('fail', lease.shard, [lease.token, checkReason(reason)]));
   }
 
   /** Stops local waits and closes the blocking connections this queue opened. The main client is the caller's. */

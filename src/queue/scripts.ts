@@ -14,6 +14,7 @@ export const SCRIPT_NAMES = [
   'extend',
   'release',
   'retry',
+  'revisit',
   'fail',
   'pause',
   'pace',

@@ -70,7 +70,15 @@ describe('Redis Cluster', () => {
       assert.equal(await q.enqueue(arena, 's3', ['f', 'g'], { create: { rate: 100, maxInFlight: 1 } }), 2);
       assert.equal(await q.reportPace(arena, 's3', { ms: 30, healthy: true, delayFactor: 2, maxDelayMs: 1000 }), 60);
       assert.equal(await q.purge(arena, 's3'), 2);
-      // Drain what is left, delayed retry included; s1's sends reported (a send window).
+      // A revisit: done now, back in 20 ms at its queue's tail (the drain below takes it).
+      await q.enqueue(arena, 's3', ['r']);
+      let r = await q.dequeue(arena);
+      while (r.lease?.item !== 'r') {
+        if (r.lease) await q.commit(r.lease);
+        r = await q.dequeue(arena);
+      }
+      assert.equal(await q.revisit(r.lease, { delayMs: 20 }), 'ok');
+      // Drain what is left, delayed retry and revisit included; s1's sends reported (a send window).
       await sleep(30);
       const ac = new AbortController();
       for (;;) {
@@ -83,7 +91,7 @@ describe('Redis Cluster', () => {
       }
       const page = await q.queueStats(arena);
       assert.equal(page.queues.length, 3);
-      assert.equal((await q.stats(arena)).done, 5);
+      assert.equal((await q.stats(arena)).done, 7, 'five items, and the revisited one twice');
       await q.destroy(arena);
     }
     assert.ok(slots.size >= 3);

@@ -259,6 +259,46 @@ describe('leases', () => {
     assert.equal(back.attempt, 2);
   });
 
+  it('revisit: done now, due again after its delay at the tail (behind items queued meanwhile) with no attempts and the new item; stale changes nothing', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } }, { maxAttempts: 2 });
+    await q.enqueue(arena, 'a', ['page']);
+    const first = await must(q.dequeue(arena));
+    // A retry counted first: the revisit still comes back with no attempts.
+    assert.equal(await q.retry(first, { reason: 'http 503' }), 'ok');
+    const l = await must(q.dequeue(arena));
+    assert.equal(l.attempt, 2);
+    const t0 = (await q.stats(arena)).now;
+    assert.equal(await q.revisit(l, { delayMs: 300, item: 'page v2' }), 'ok');
+    assert.equal(await q.revisit(l, { delayMs: 300 }), 'stale', 'a lease ends once');
+    let s = await q.stats(arena);
+    assert.deepEqual([s.done, s.delayed, s.queued, s.leased, s.drained], [1, 1, 0, 0, false], 'done, and waiting: not drained');
+    await q.enqueue(arena, 'a', ['new1']);
+    const new1 = await must(q.dequeue(arena));
+    assert.equal(new1.item, 'new1');
+    assert.equal(await q.commit(new1), 'ok');
+    await q.enqueue(arena, 'a', ['new2']);
+    await sleep(350);
+    // Due: it joins the tail, after new2 (a retry would have gone before it).
+    const order: Lease[] = [];
+    for (let r = await q.dequeue(arena); r.lease; r = await q.dequeue(arena)) order.push(r.lease);
+    assert.deepEqual(order.map((x) => x.item), ['new2', 'page v2']);
+    const back = order[1] as Lease;
+    assert.ok(back.servedAt >= t0 + 300, `served ${back.servedAt - t0} ms after the revisit`);
+    assert.equal(back.attempt, 1, 'no attempts carried');
+    assert.equal(await q.commit(order[0] as Lease), 'ok');
+    // Revisited again and again: never dead-lettered (maxAttempts is 2).
+    assert.equal(await q.revisit(back, { delayMs: 1 }), 'ok');
+    await sleep(5);
+    const again = await must(q.dequeue(arena));
+    assert.deepEqual([again.item, again.attempt], ['page v2', 1]);
+    assert.equal(await q.commit(again), 'ok');
+    s = await q.stats(arena);
+    assert.deepEqual([s.done, s.delayed, s.dead, s.drained], [5, 0, 0, true]);
+    await assert.rejects(q.revisit(again, { delayMs: 0 }), { code: 'WEIR_BAD_ARGS' });
+  });
+
   it('fail sends the item straight to the dead letter', async () => {
     const q = fx.queue();
     const arena = freshArena();
