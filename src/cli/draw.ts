@@ -36,6 +36,10 @@ export function formatStats(s: CrawlStats): string {
   if (s.totals.sitemaps > 0) lines.push(`sitemaps: ${s.totals.sitemaps} read, ${s.totals.sitemapUrls} in-scope URLs found in them`);
   if (s.totals.newDomains + s.totals.domainCapDrops > 0) lines.push(`other domains: ${s.totals.newDomains} found and queued${s.totals.domainCapDrops > 0 ? `, ${s.totals.domainCapDrops} links dropped past maxDomains` : ''}`);
   if (s.totals.quotaSkips > 0) lines.push(`maxPagesPerDomain: ${s.totals.quotaSkips} URLs skipped`);
+  const rv = s.totals.revisits;
+  if (rv.done + rv.capDrops > 0) {
+    lines.push(`revisits: ${rv.done} done — ${rv.changed} changed, ${rv.unchanged} unchanged, ${rv.notModified} not modified (304); ${s.totals.delayed} URLs waiting for their next visit or a retry; ${rv.gone} dropped as gone${rv.capDrops > 0 ? `, ${rv.capDrops} pages visited once past maxUrls` : ''}`);
+  }
   if (s.totals.addressMoves > 0) lines.push(`perServer: ${s.totals.addressMoves} URLs moved to their host's new address`);
   if (s.bloom) {
     lines.push(

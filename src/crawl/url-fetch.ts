@@ -7,6 +7,7 @@ import { type LinkFollower, SITEMAP_LIMITS, SitemapReader, sitemapHosts } from '
 import type { PageRecord } from './output/index.js';
 import { encodeItem, type QueuedUrl } from './store/index.js';
 import { serverAddress } from './servers/index.js';
+import type { Revisits } from './revisit/index.js';
 
 /** What fetching a URL in its slot needs of the worker. */
 export interface UrlFetchDeps {
@@ -22,6 +23,8 @@ export interface UrlFetchDeps {
   maxBodyBytes: number;
   retryBaseMs?: number | undefined;
   pacingFloorMs?: number | undefined;
+  /** With the seed's revisit: each page's next visit. */
+  revisits?: Revisits | undefined;
 }
 
 /** Fetch errors that tell of a site under strain, for its learned pace. */
@@ -72,7 +75,7 @@ export class UrlFetch {
   /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
   async page(lease: Lease, item: QueuedUrl): Promise<Outcome> {
     const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-    const res = await this.inSlot(lease, item.url, { wantBody });
+    const res = await this.inSlot(lease, item.url, { wantBody, headers: this.d.revisits?.headersFor(item) });
     if ('kind' in res) return res;
     return this.classified(lease, item, res, (rec) => this.final(item, res, rec));
   }
@@ -128,11 +131,16 @@ export class UrlFetch {
     });
   }
 
-  /** A final response: its links followed when it is HTML. */
+  /**
+   * A final response: its links followed when it is HTML (on a revisit, only
+   * when the page changed: the same payload has the same links); with
+   * revisits, its next visit decided.
+   */
   private async final(item: QueuedUrl, res: FetchResult, rec: Partial<PageRecord>): Promise<Outcome> {
     const tallies: Outcome['tallies'] = [['pages', 1], [`${Math.floor(res.status / 100)}xx` as '2xx', 1]];
     let record = { ...rec, error: res.truncated ? `body over ${this.d.maxBodyBytes} bytes: truncated` : null } as Parameters<typeof commit>[0];
-    if (res.status >= 200 && res.status < 300 && res.body) {
+    const visit = this.d.revisits?.observe(item, res);
+    if (res.status >= 200 && res.status < 300 && res.body && visit?.changed !== false) {
       const page = pageText(res.body, res.contentType);
       if (res.contentType !== null || looksLikeHtml(page.markup)) {
         const f = await this.d.links.follow(item, res, page);
@@ -140,6 +148,6 @@ export class UrlFetch {
         tallies.push(...f.tallies);
       }
     }
-    return commit(record, tallies, true);
+    return visit && this.d.revisits ? this.d.revisits.outcome(item, visit, record, tallies) : commit(record, tallies, true);
   }
 }

@@ -15,6 +15,7 @@ import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsS
 import type { Seed } from './seed/index.js';
 import { crawlKeys, decodeItem, DomainClaims, noteFault, PauseNotes, type CrawlKeys, type QueuedUrl } from './store/index.js';
 import { AddressBook, isServerQueue, ServerRouter } from './servers/index.js';
+import { Revisits } from './revisit/index.js';
 import { UrlFetch } from './url-fetch.js';
 import { WORKER_DEFAULTS, type WorkerOptions, type WorkerSummary } from './worker-options.js';
 
@@ -103,7 +104,8 @@ export class CrawlWorker {
     const claims = seed.otherDomains && new DomainClaims(redis, this.keys.otherDomains, seed.otherDomains.maxDomains);
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), claims, this.quota, this.servers, options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
-    this.fetch = new UrlFetch({ pacer: this.pacer, pace: new SitePace(this.queue, seed.arena, seed.adaptivePace, (domain, rate) => history.pace(domain, rate)), fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
+    const revisits = seed.revisit ? new Revisits(seed.revisit, new PageBudget(redis, this.keys.revisitUrls, seed.revisit.maxUrls)) : undefined;
+    this.fetch = new UrlFetch({ revisits, pacer: this.pacer, pace: new SitePace(this.queue, seed.arena, seed.adaptivePace, (domain, rate) => history.pace(domain, rate)), fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
     this.settler = new Settler({ queue: this.queue, budget: this.budget, quota: this.quota, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
@@ -267,6 +269,8 @@ export class CrawlWorker {
     if (this.fetchAbort.signal.aborted) return release();
     const moved = await this.relocated(lease, item);
     if (moved) return moved;
+    // (A server's queue holds several domains: the URL's is its output line's, and its quota's.)
+    if (isServerQueue(lease.queue)) ctx.domain = this.scope.queueOf(item.url) ?? undefined;
     const url = new URL(item.url);
     const robots = await this.gate.check(url);
     switch (robots.kind) {
@@ -285,14 +289,15 @@ export class CrawlWorker {
     }
     // A sitemap is not a page: it takes a rate slot, not a page of maxPages.
     if (item.sitemapLevel !== null) return this.fetch.sitemap(lease, item);
+    // A revisit is not a new page: maxPages and maxPagesPerDomain counted its first visit.
+    if (item.visit !== null) return this.fetch.page(lease, item);
     if (!(await this.budget.reserve())) {
       this.log?.info('maxPages reached');
       this.halt('maxPages', false);
       return release();
     }
     ctx.reserved = true;
-    // (A server's queue holds several domains: the quota is the URL's domain's.)
-    const domain = isServerQueue(lease.queue) ? (this.scope.queueOf(item.url) ?? lease.queue) : lease.queue;
+    const domain = ctx.domain ?? lease.queue;
     switch (await this.quota.reserve(domain)) {
       case 'ok':
         if (this.quota.limited) ctx.quotaDomain = domain;

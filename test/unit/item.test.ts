@@ -15,6 +15,15 @@ describe('queued URL', () => {
     assert.deepEqual(decodeItem(encodeItem(sitemap)), sitemap);
   });
 
+  it('carries a visit record as one array, and a malformed record reads as none (the URL is visited as new)', () => {
+    const visit = { at: 1_700_000_000_000, status: 200, etag: '"v1"', lastModified: null, digest: 'abc', capturedAt: 1_700_000_000_000, intervalS: 1.5, visits: 3, changes: 1, gone: 0 };
+    const page = queuedUrl('http://a.test/x', { visit });
+    assert.equal(encodeItem(page), '{"u":"http://a.test/x","d":0,"r":null,"h":0,"w":[1700000000000,200,"\\"v1\\"",null,"abc",1700000000000,1.5,3,1,0]}');
+    assert.deepEqual(decodeItem(encodeItem(page)), page);
+    assert.equal(decodeItem('{"u":"http://a.test/","d":0,"r":null,"h":0,"w":[1,2]}')?.visit, null);
+    assert.equal(decodeItem('{"u":"http://a.test/","d":0,"r":null,"h":0,"w":"x"}')?.visit, null);
+  });
+
   it('reads what earlier releases stored, and refuses what weir did not write', () => {
     assert.deepEqual(decodeItem('{"u":"http://a.test/","d":0,"r":null,"h":0,"k":"s"}'), queuedUrl('http://a.test/', { sitemapLevel: 0 }));
     for (const bad of ['', 'null', '[]', '{"u":1,"d":0,"h":0}', '{"u":"x","d":"0","h":0}', '{"d":0,"h":0}']) assert.equal(decodeItem(bad), null, bad);

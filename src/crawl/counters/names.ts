@@ -35,6 +35,15 @@ export const TALLY_NAMES = [
   'domainCapDrops',
   /** URLs not fetched because their domain had its maxPagesPerDomain. */
   'quotaSkips',
+  /** Visits of URLs visited before (seed revisit), and what they found: changed, unchanged (same payload), not modified (304). */
+  'revisits',
+  'revisitsChanged',
+  'revisitsUnchanged',
+  'revisitsNotModified',
+  /** URLs dropped from revisits: gone (404/410) too many visits in a row. */
+  'revisitsGone',
+  /** Pages visited once because revisit.maxUrls URLs were kept already. */
+  'revisitsCapDrops',
   /** URLs queued again for another server because their host's address changed (perServer). */
   'addressMoves',
   /** Links that could not be made into a crawlable URL. */

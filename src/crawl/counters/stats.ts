@@ -48,7 +48,9 @@ export interface CrawlStats {
   drained: boolean;
   totals: { queued: number; leased: number; delayed: number; done: number; dead: number; pages: number; errors: number; robotsBlocked: number; sitemaps: number; sitemapUrls: number;
     /** Domains the seed does not list that the crawl created (otherDomains), links dropped past its maxDomains, URLs skipped past maxPagesPerDomain. */
-    newDomains: number; domainCapDrops: number; quotaSkips: number; addressMoves: number };
+    newDomains: number; domainCapDrops: number; quotaSkips: number; addressMoves: number;
+    /** Revisits done, and what they found; URLs dropped from revisits (gone), pages visited once past revisit.maxUrls. */
+    revisits: { done: number; changed: number; unchanged: number; notModified: number; gone: number; capDrops: number } };
   domains: DomainStats[];
   bloom: {
     bits: number;
@@ -67,6 +69,18 @@ export interface CrawlStats {
   /** Why workers stopped on faults of their own (a WARC file that could not be written), newest first. */
   faults: WorkerFault[];
   now: number;
+}
+
+/** The arena's revisit counters (seed revisit). */
+function revisitTotals(n: (name: TallyName) => number): CrawlStats['totals']['revisits'] {
+  return {
+    done: n('revisits'),
+    changed: n('revisitsChanged'),
+    unchanged: n('revisitsUnchanged'),
+    notModified: n('revisitsNotModified'),
+    gone: n('revisitsGone'),
+    capDrops: n('revisitsCapDrops'),
+  };
 }
 
 /** Everything `weir status` shows, read from Redis (nothing guessed). */
@@ -116,6 +130,7 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
       domainCapDrops: n('*', 'domainCapDrops'),
       quotaSkips: n('*', 'quotaSkips'),
       addressMoves: n('*', 'addressMoves'),
+      revisits: revisitTotals((name) => n('*', name)),
     },
     domains,
     bloom,

@@ -40,6 +40,8 @@ export interface FetchOptions {
    * asked). Connections to one address are kept apart from those to another.
    */
   address?: string | undefined;
+  /** More request headers (a revisit's If-None-Match and If-Modified-Since). */
+  headers?: Record<string, string> | undefined;
 }
 
 /** Servers whose connections are kept at once (politeness per server); the least recently used one is closed past this. */
@@ -302,7 +304,7 @@ export class Fetcher {
       res = await request(url, {
         dispatcher: agent,
         method: 'GET',
-        headers: { 'user-agent': this.options.userAgent, accept: ACCEPT, 'accept-encoding': 'gzip, deflate, br' },
+        headers: { ...opts.headers, 'user-agent': this.options.userAgent, accept: ACCEPT, 'accept-encoding': 'gzip, deflate, br' },
         signal,
       });
     } catch (err) {

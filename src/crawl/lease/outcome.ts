@@ -21,6 +21,8 @@ export type Outcome =
    * count raised) is what goes back.
    */
   | { kind: 'pause'; ms: number; reason: string; tallies: Tallies; item?: string }
+  /** Done, and due again in `delayMs` (seed revisit): `item` carries what this visit found; a page, kept like a commit's. */
+  | { kind: 'revisit'; delayMs: number; item: string; record: Partial<PageRecord>; tallies: Tallies }
   /** The URL was queued again elsewhere (its host's server changed: servers/router.ts): commit, no output line. */
   | { kind: 'moved'; tallies: Tallies };
 

@@ -12,6 +12,8 @@ export interface LeaseContext {
   /** null when the queue item was not written by weir. */
   item: QueuedUrl | null;
   reserved: boolean;
+  /** The URL's domain when its queue is not its domain's (a server's, with perServer). */
+  domain?: string | undefined;
   /** The domain whose maxPagesPerDomain it holds a page reservation of (its queue's, or with perServer its URL's). */
   quotaDomain?: string | undefined;
 }
@@ -86,6 +88,14 @@ export class Settler {
         this.write(ctx, outcome.record);
         return false;
       }
+      case 'revisit': {
+        const r = await queue.revisit(lease, { delayMs: outcome.delayMs, item: outcome.item });
+        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
+        if (r === 'stale') return this.stale(ctx, 'commit');
+        tally.addAll(lease.queue, outcome.tallies);
+        this.write(ctx, outcome.record);
+        return true;
+      }
       case 'moved': {
         const r = await queue.commit(lease);
         this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
@@ -130,7 +140,7 @@ export class Settler {
     const { lease, item } = ctx;
     this.deps.out?.write({
       url: item?.url ?? lease.item,
-      domain: lease.queue,
+      domain: ctx.domain ?? lease.queue,
       status: rec.status ?? null,
       contentType: rec.contentType ?? null,
       bytes: rec.bytes ?? 0,
@@ -146,6 +156,7 @@ export class Settler {
       error: rec.error ?? null,
       ...(item?.lastmod ? { lastmod: item.lastmod } : {}),
       ...(rec.sitemap ? { sitemap: rec.sitemap } : {}),
+      ...(rec.revisit ? { revisit: rec.revisit } : {}),
       ...(this.deps.archiving ? { warc: rec.warc ?? null } : {}),
     });
   }

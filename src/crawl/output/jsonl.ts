@@ -29,6 +29,8 @@ export interface PageRecord {
   lastmod?: string;
   /** For a sitemap: what it listed (page URLs, child sitemaps), entries ignored, and whether it was cut at 50 MiB. */
   sitemap?: { format: string; urls: number; sitemaps: number; ignored: number; truncated: boolean };
+  /** A page that is revisited (seed revisit): which visit this was, what it found, when the next is (null: not again). */
+  revisit?: { visit: number; changed: boolean | null; notModified: boolean; nextVisitSeconds: number | null };
   /** Where the response's WARC record starts, when the crawl keeps WARC files. */
   warc?: WarcLocation | null;
 }

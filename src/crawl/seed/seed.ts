@@ -30,7 +30,23 @@ export const SEED_DEFAULTS = {
   otherDomains: { key: 'registrable', rate: 1, maxInFlight: 1, maxDomains: 1000 },
   /** A pace learned from each site (adaptivePace: true, or a mapping of these). */
   adaptivePace: { delayFactor: 2, maxDelayMs: 30_000 },
+  /** Revisits (revisit: true, or a mapping of these): intervals in seconds. */
+  revisit: { minIntervalSeconds: 3600, initialIntervalSeconds: 86_400, maxIntervalSeconds: 30 * 86_400, maxUrls: 1_000_000, goneAfter: 3 },
 } as const;
+
+/** Each page fetched again on a schedule of its own (revisit/schedule.ts states the rule). */
+export interface RevisitPolicy {
+  /** The shortest time between two visits of a URL. */
+  minIntervalSeconds: number;
+  /** The time from a URL's first visit to its second (a cache lifetime the site gives may lengthen it). */
+  initialIntervalSeconds: number;
+  /** The longest time between two visits. */
+  maxIntervalSeconds: number;
+  /** URLs kept for revisits at most, across every worker; a page past that is visited once, and counted. */
+  maxUrls: number;
+  /** A page answering 404 or 410 after it had been there is visited this many more times, then dropped, and counted. */
+  goneAfter: number;
+}
 
 /** A pace learned from each site's response times and errors, shared by every worker (lua/pace.lua states the rule). */
 export interface AdaptivePace {
@@ -107,6 +123,8 @@ export interface Seed {
    * the strictest of theirs (links/servers.ts).
    */
   perServer: boolean;
+  /** Pages fetched again on schedules learnt from how often each changes, with conditional requests; null: each URL once. */
+  revisit: RevisitPolicy | null;
 }
 
 /** A seed file that cannot be used. `field` names the part that is wrong. */
@@ -122,7 +140,7 @@ export class SeedError extends WeirError {
 const KNOWN = new Set([
   'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
-  'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth', 'perServer',
+  'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth', 'perServer', 'revisit',
 ]);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -277,6 +295,28 @@ function adaptivePaceOf(v: unknown): AdaptivePace | null {
   return { delayFactor: factor, maxDelayMs: optional(v.maxDelayMs, d.maxDelayMs, (x) => int('adaptivePace.maxDelayMs', x, 1, 86_400_000)) };
 }
 
+const REVISIT_FIELDS = ['minIntervalSeconds', 'initialIntervalSeconds', 'maxIntervalSeconds', 'maxUrls', 'goneAfter'] as const;
+
+/** false or absent: off; true: the defaults; or a mapping of REVISIT_FIELDS. */
+function revisitOf(v: unknown): RevisitPolicy | null {
+  if (v === undefined || v === null || v === false) return null;
+  const d = SEED_DEFAULTS.revisit;
+  if (v === true) return { ...d };
+  if (!isRecord(v)) throw new SeedError('revisit', `must be true, false or a mapping of ${REVISIT_FIELDS.join(', ')}, got ${shown(v)}`);
+  for (const k of Object.keys(v)) if (!(REVISIT_FIELDS as readonly string[]).includes(k)) throw new SeedError(`revisit.${k}`, `is not a known field (known: ${REVISIT_FIELDS.join(', ')})`);
+  const year = 365 * 86_400;
+  const min = optional(v.minIntervalSeconds, d.minIntervalSeconds, (x) => int('revisit.minIntervalSeconds', x, 1, year));
+  const max = optional(v.maxIntervalSeconds, Math.max(min, d.maxIntervalSeconds), (x) => int('revisit.maxIntervalSeconds', x, min, year));
+  const initial = optional(v.initialIntervalSeconds, Math.min(max, Math.max(min, d.initialIntervalSeconds)), (x) => int('revisit.initialIntervalSeconds', x, min, max));
+  return {
+    minIntervalSeconds: min,
+    initialIntervalSeconds: initial,
+    maxIntervalSeconds: max,
+    maxUrls: optional(v.maxUrls, d.maxUrls, (x) => int('revisit.maxUrls', x, 1, 10_000_000_000)),
+    goneAfter: optional(v.goneAfter, d.goneAfter, (x) => int('revisit.goneAfter', x, 0, 1000)),
+  };
+}
+
 const optional = <T>(v: unknown, fallback: T, check: (v: unknown) => T): T => (v === undefined ? fallback : check(v));
 const nullable = (v: unknown, check: (v: unknown) => number): number | null => (v === undefined || v === null ? null : check(v));
 
@@ -313,6 +353,7 @@ export function validateSeed(data: unknown): Seed {
     adaptivePace: adaptivePaceOf(data.adaptivePace),
     priorityDepth: nullable(data.priorityDepth, (v) => int('priorityDepth', v, 0, 1_000_000)),
     perServer: optional(data.perServer, false, (v) => bool('perServer', v)),
+    revisit: revisitOf(data.revisit),
   };
 }
 

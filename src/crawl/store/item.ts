@@ -3,8 +3,33 @@
  * sit there). encodeItem and decodeItem are the only code that knows the
  * stored form: `{"u": url, "d": depth, "r": referrer, "h": hops}`, and when
  * set `"p"` (paced), `"k": "s"` with `"n"` (a sitemap and its level), `"v"`
- * (the host that vouched for a sitemap), `"m"` (lastmod).
+ * (the host that vouched for a sitemap), `"m"` (lastmod), `"w"` (the visit
+ * record of a URL that is revisited: an array, VISIT_FIELDS' order).
  */
+
+/** What weir keeps of a URL it revisits (seed revisit), carried in its queue item between visits. */
+export interface VisitRecord {
+  /** When it was last fetched, ms since the epoch (the worker's clock: a record, not a schedule). */
+  at: number;
+  /** The last final status. */
+  status: number;
+  etag: string | null;
+  lastModified: string | null;
+  /** The last 2xx payload's digest (SHA-1 of the decoded body, base64url), null when its body was not read. */
+  digest: string | null;
+  /** When the payload with that digest was first fetched, ms (a revisit record refers to that capture). */
+  capturedAt: number | null;
+  /** Seconds from this visit to the next, as decided now. */
+  intervalS: number;
+  /** Visits so far, this one included. */
+  visits: number;
+  /** Visits that found it changed. */
+  changes: number;
+  /** 404/410 answers in a row after it had been there. */
+  gone: number;
+}
+
+const VISIT_FIELDS = ['at', 'status', 'etag', 'lastModified', 'digest', 'capturedAt', 'intervalS', 'visits', 'changes', 'gone'] as const;
 export interface QueuedUrl {
   /** The normalized URL. */
   url: string;
@@ -30,6 +55,8 @@ export interface QueuedUrl {
   vouchedBy: string | null;
   /** A page's lastmod, as the sitemap that listed it gave it. */
   lastmod: string | null;
+  /** What its last visit found, when it is revisited; null before its first. */
+  visit: VisitRecord | null;
 }
 
 /** A queued URL with the defaults of a start URL (depth 0, no referrer, no hops, a page). */
@@ -42,6 +69,7 @@ export const queuedUrl = (url: string, fields: Partial<Omit<QueuedUrl, 'url'>> =
   sitemapLevel: null,
   vouchedBy: null,
   lastmod: null,
+  visit: null,
   ...fields,
 });
 
@@ -56,6 +84,7 @@ interface StoredItem {
   n?: number;
   v?: string;
   m?: string;
+  w?: unknown[];
 }
 
 export function encodeItem(q: QueuedUrl): string {
@@ -64,7 +93,19 @@ export function encodeItem(q: QueuedUrl): string {
   if (q.sitemapLevel !== null) Object.assign(stored, { k: 's', n: q.sitemapLevel });
   if (q.vouchedBy !== null) stored.v = q.vouchedBy;
   if (q.lastmod !== null) stored.m = q.lastmod;
+  if (q.visit !== null) stored.w = VISIT_FIELDS.map((f) => (q.visit as VisitRecord)[f]);
   return JSON.stringify(stored);
+}
+
+const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+const strOrNull = (x: unknown): string | null => (typeof x === 'string' ? x : null);
+
+/** A stored visit record, or null when it is not one (an item not written by this weir: the URL is visited as new). */
+function decodeVisit(w: unknown): VisitRecord | null {
+  if (!Array.isArray(w) || w.length !== VISIT_FIELDS.length) return null;
+  const [at, status, etag, lastModified, digest, capturedAt, intervalS, visits, changes, gone] = w as unknown[];
+  if (!isNum(at) || !isNum(status) || !isNum(intervalS) || !isNum(visits) || !isNum(changes) || !isNum(gone)) return null;
+  return { at, status, etag: strOrNull(etag), lastModified: strOrNull(lastModified), digest: strOrNull(digest), capturedAt: isNum(capturedAt) ? capturedAt : null, intervalS, visits, changes, gone };
 }
 
 /** Parses a queue item; null for anything malformed (it was not written by weir). */
@@ -81,6 +122,7 @@ export function decodeItem(text: string): QueuedUrl | null {
       sitemapLevel: v.k === 's' ? (typeof v.n === 'number' ? v.n : 0) : null,
       vouchedBy: typeof v.v === 'string' ? v.v : null,
       lastmod: typeof v.m === 'string' ? v.m : null,
+      visit: decodeVisit(v.w),
     };
   } catch {
     return null;

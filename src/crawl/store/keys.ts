@@ -38,6 +38,8 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     otherDomains: k('otherdomains'),
     /** Pages fetched per domain (field: domain), against maxPagesPerDomain (lease/budget.ts). */
     domainPages: k('domainpages'),
+    /** URLs kept for revisits, against revisit.maxUrls (revisit/revisits.ts). */
+    revisitUrls: k('revisiturls'),
     /** The address each host resolves to, for politeness per server (servers/address-book.ts): field host, "<address> <ms>". */
     addresses: k('addresses'),
     /** Each worker's local seen filter's false-positive rate, as it last flushed (field: worker id). */
