@@ -75,7 +75,8 @@ export class UrlFetch {
   /** A page: fetched in its slot, its lease renewed meanwhile; then classified. */
   async page(lease: Lease, item: QueuedUrl): Promise<Outcome> {
     const wantBody = (ct: string | null, status: number): boolean => status >= 200 && status < 300 && (ct === null || isHtml(ct));
-    const res = await this.inSlot(lease, item.url, { wantBody, headers: this.d.revisits?.headersFor(item) });
+    const rv = this.d.revisits;
+    const res = await this.inSlot(lease, item.url, { wantBody, headers: rv?.headersFor(item), revisitOf: rv?.revisitOf(item) });
     if ('kind' in res) return res;
     return this.classified(lease, item, res, (rec) => this.final(item, res, rec));
   }

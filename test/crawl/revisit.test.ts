@@ -12,7 +12,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { runCrawl } from '../../src/crawl/run.js';
 import { validateSeed } from '../../src/crawl/seed/seed.js';
 import { FairQueue } from '../../src/queue/index.js';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { html, smallestGap, type Handler } from '../helpers/web.js';
+import { readWarcFile, type WarcRecordRead } from '../helpers/warc-reader.js';
 import { readJsonl, useCrawlWorld } from '../helpers/world.js';
 
 const world = useCrawlWorld('revisit');
@@ -119,5 +122,48 @@ describe('revisits', () => {
     assert.ok(notModifiedLines.length >= never.length - 1 && notModifiedLines.every((l) => l.status === 304 && l.links === 0), JSON.stringify(notModifiedLines.slice(0, 2)));
     assert.ok(lines.some((l) => l.url.endsWith('/fast') && l.revisit?.changed === true && l.revisit.visit > 1));
     process.stdout.write(`# ${seen.length} requests in ${RUN_MS / 1000} s; visits of the changing pages: ${(share * 100).toFixed(0)} %; ${JSON.stringify(t)}\n`);
+  });
+
+  it('with --warc, a 304 is archived as a revisit record (server-not-modified) pointing at a capture that exists, read back by an independent reader', async () => {
+    const t0 = performance.now();
+    const etagged: Handler = (req, res) => {
+      const etag = `"v${Math.floor((performance.now() - t0) / 3000)}"`;
+      if (req.headers['if-none-match'] === etag) {
+        res.writeHead(304, { etag });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/html', etag });
+      res.end(html(`version ${etag}`));
+    };
+    const site = await world.web.site('archived', { '/': html('<a href="/p">p</a>'), '/p': etagged });
+    const seed = validateSeed({
+      arena: 'revisit-warc',
+      rateLimits: { [site.key]: RATE },
+      start: [`${site.origin}/`],
+      revisit: { minIntervalSeconds: 1, initialIntervalSeconds: 1, maxIntervalSeconds: 2 },
+      allowPrivateNetworks: true,
+    });
+    const dir = world.file('warc-revisits');
+    const out = world.file('warc-revisits.jsonl');
+    await runCrawl(world.redis, seed, { workers: 1, concurrency: 2, signal: AbortSignal.timeout(9000), warc: { dir }, out });
+    const records: WarcRecordRead[] = [];
+    for (const f of await readdir(dir)) if (f.endsWith('.warc.gz')) records.push(...(await readWarcFile(join(dir, f))).records);
+    const captures = records.filter((r) => r.header('WARC-Type') === 'response');
+    const revisits = records.filter((r) => r.header('WARC-Type') === 'revisit');
+    assert.ok(revisits.length >= 2, `${revisits.length} revisit records`);
+    for (const r of revisits) {
+      assert.equal(r.header('WARC-Profile'), 'http://netpreserve.org/warc/1.1/revisit/server-not-modified');
+      assert.match(r.block.toString('latin1'), /^HTTP\/1\.1 304 /);
+      const target = r.header('WARC-Refers-To-Target-URI');
+      const date = r.header('WARC-Refers-To-Date');
+      assert.equal(target, r.header('WARC-Target-URI'));
+      const original = captures.find((c) => c.header('WARC-Target-URI') === target && c.header('WARC-Date') === date);
+      assert.ok(original, `the capture of ${target} at ${date} is in the archive`);
+      assert.match(original.block.toString('latin1'), /^HTTP\/1\.1 200 /);
+    }
+    // The lines say where each record is, and when it was taken.
+    const lines = (await readJsonl(out)).filter((l) => l.status === 304);
+    assert.ok(lines.length === revisits.length && lines.every((l) => typeof l.warc?.date === 'string'));
   });
 });

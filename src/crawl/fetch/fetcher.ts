@@ -2,7 +2,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { decodeStages, destroyStages, readCapped } from './body.js';
-import { ExchangeCapture, type Truncation, type WarcLocation, type WarcWriter } from '../output/index.js';
+import { ExchangeCapture, type RevisitOf, type Truncation, type WarcLocation, type WarcWriter } from '../output/index.js';
 import { WarmConnector } from './connector.js';
 import { isWeirError } from '../../errors.js';
 import { FetchError } from './errors.js';
@@ -42,6 +42,8 @@ export interface FetchOptions {
   address?: string | undefined;
   /** More request headers (a revisit's If-None-Match and If-Modified-Since). */
   headers?: Record<string, string> | undefined;
+  /** A revisit's: the capture a 304 answer confirms (archived as a revisit record referring to it). */
+  revisitOf?: RevisitOf | undefined;
 }
 
 /** Servers whose connections are kept at once (politeness per server); the least recently used one is closed past this. */
@@ -269,7 +271,7 @@ export class Fetcher {
     const u = new URL(url);
     this.checkLiteral(u, elapsed());
     const sentKey = `${u.origin}${u.pathname}${u.search}`;
-    const capture = this.options.archive ? new ExchangeCapture(url, this.options.archive) : null;
+    const capture = this.options.archive ? new ExchangeCapture(url, this.options.archive, opts.revisitOf) : null;
     const hooks: RequestHooks = { gate: opts.gate, capture };
     if (opts.gate || capture) pendingHooks.set(sentKey, hooks);
     const route = this.routeTo(opts.address);

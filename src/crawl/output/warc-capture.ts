@@ -1,5 +1,5 @@
 import { Transform, type Readable } from 'node:stream';
-import type { Truncation, WarcLocation, WarcWriter } from './warc-writer.js';
+import type { RevisitOf, Truncation, WarcLocation, WarcWriter } from './warc-writer.js';
 
 /** Chunks handed from the socket to the WARC serializer as they arrive. */
 class ChunkChannel implements AsyncIterable<Uint8Array> {
@@ -55,6 +55,8 @@ export class ExchangeCapture {
   constructor(
     readonly url: string,
     private readonly writer: WarcWriter,
+    /** For a revisit's conditional request: the capture a 304 confirms. */
+    private readonly revisitOf?: RevisitOf,
   ) {}
 
   onSent(head: string, ip: string | null): void {
@@ -67,7 +69,13 @@ export class ExchangeCapture {
     this.body = new ChunkChannel();
     this.written = this.writer.writeExchange(
       { url: this.url, ...this.sent },
-      { statusLine: `HTTP/${version} ${statusCode} ${statusText}`.trimEnd(), headers: headerPairs(rawHeaders), body: this.body, truncated: () => this.cut },
+      {
+        statusLine: `HTTP/${version} ${statusCode} ${statusText}`.trimEnd(),
+        headers: headerPairs(rawHeaders),
+        body: this.body,
+        truncated: () => this.cut,
+        notModified: statusCode === 304 ? this.revisitOf : undefined,
+      },
     );
     // Awaited by finish(); until then a failure must not be an unhandled rejection.
     this.written.catch(() => undefined);

@@ -1,40 +1,20 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { createGzip, gzipSync } from 'node:zlib';
-import type * as Warcio from 'warcio';
-import type { WARCRecord } from 'warcio';
 import { isWeirError, WeirError } from '../../errors.js';
 import { SpoolBuffer, SpoolDir } from './spool.js';
+import { member, warcio, wholeMember, WARC_DEFAULTS } from './warc-members.js';
 
 /** Where a record starts: its file (name only, in the WARC directory) and byte offset (the start of its gzip member). */
 export interface WarcLocation {
   file: string;
   offset: number;
+  /** The record's WARC-Date (a revisit record refers to its capture by URL and this). */
+  date?: string;
 }
 
-export const WARC_DEFAULTS = {
-  /** A new file once the current one passes this size. */
-  maxBytes: 1024 ** 3,
-  /**
-   * Bytes of one record's body the serializer keeps in memory before it
-   * spools the rest to a file (its length and digests go in the record's
-   * header, before the body): a large body is never held in memory twice.
-   * The spool files sit in a private directory inside the WARC directory
-   * (spool.ts): a worker may need in-flight exchanges × maxBodyBytes there.
-   */
-  maxMemBytes: 256 * 1024,
-  /**
-   * Each record is compressed by Node's zlib at this level: warcio's own
-   * gzip goes through web streams and costs more CPU, and level 1 costs
-   * less than level 6 for somewhat larger files (the timings: docs/benchmarks.md, "Figures behind choices in the code").
-   */
-  gzipLevel: 1,
-  /** A record up to this size is compressed in one call (0.4-0.6 ms of the event loop for an 88 KB page at level 1); a larger one as it streams. */
-  syncGzipBytes: 256 * 1024,
-} as const;
+export { WARC_DEFAULTS } from './warc-members.js';
 
 /** Why a body was cut (WARC/1.1 §5.13): at the size limit, at the deadline, or the connection went. */
 export type Truncation = 'length' | 'time' | 'disconnect';
@@ -55,7 +35,18 @@ export interface ReceivedResponse {
   body: AsyncIterable<Uint8Array>;
   /** Asked once the body has ended: why it was cut, if it was. */
   truncated: () => Truncation | null;
+  /** A 304 to a revisit's conditional request: written as a revisit record (profile server-not-modified) referring to the capture it confirms. */
+  notModified?: RevisitOf | undefined;
 }
+
+/** The capture a revisit refers to: its URL and when it was fetched. */
+export interface RevisitOf {
+  uri: string;
+  date: Date;
+}
+
+/** WARC 1.1's profile for a revisit the server answered 304 (WARC 1.1 §6.7.2). */
+const SERVER_NOT_MODIFIED = 'http://netpreserve.org/warc/1.1/revisit/server-not-modified';
 
 export interface WarcWriterOptions {
   dir: string;
@@ -63,94 +54,6 @@ export interface WarcWriterOptions {
   userAgent: string;
   maxBytes?: number;
   software?: string;
-}
-
-const DIGEST = { algo: 'sha-1', prefix: 'sha1:', base32: true } as const;
-
-/** What weir takes from warcio: records, and a serializer whose digests are Node's own. */
-interface WarcioParts {
-  WARCRecord: typeof Warcio.WARCRecord;
-  WARCSerializer: typeof Warcio.WARCSerializer;
-}
-
-/**
- * warcio, loaded on the first record (a worker without --warc, and every
- * other command, never loads it). Its serializer hashes with hash-wasm,
- * which instantiates a WebAssembly module for every hasher (four an
- * exchange): with OpenSSL's SHA-1 from node:crypto instead, an archived
- * page of python3-doc costs about 3 ms less CPU (one worker, 528 pages:
- * 10.5 -> 9.0 s). The digests are the same bytes.
- */
-let warcioModule: Promise<WarcioParts> | undefined;
-const warcio = (): Promise<WarcioParts> =>
-  (warcioModule ??= import('warcio').then((w) => {
-    class NodeDigestSerializer extends w.WARCSerializer {
-      override newHasher(): ReturnType<Warcio.WARCSerializer['newHasher']> {
-        return Promise.resolve(nodeHasher(this.digestAlgo === 'sha-256' ? 'sha256' : 'sha1') as unknown as Awaited<ReturnType<Warcio.WARCSerializer['newHasher']>>);
-      }
-    }
-    return { WARCRecord: w.WARCRecord, WARCSerializer: NodeDigestSerializer };
-  }));
-
-/** The part of a hash-wasm hasher warcio uses (update, and digest as bytes or hex), on node:crypto. */
-function nodeHasher(algorithm: 'sha1' | 'sha256'): { update(data: Uint8Array | string): unknown; digest(format?: 'binary' | 'hex'): Uint8Array | string } {
-  const hash = createHash(algorithm);
-  const hasher = {
-    update(data: Uint8Array | string) {
-      hash.update(data);
-      return hasher;
-    },
-    digest(format?: 'binary' | 'hex') {
-      const d = hash.digest();
-      return format === 'binary' ? new Uint8Array(d.buffer, d.byteOffset, d.length) : d.toString('hex');
-    },
-  };
-  return hasher;
-}
-
-/**
- * A record serialized (digests, length) and compressed as one gzip member;
- * the body's copy in `spool` (else memory). A record up to
- * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call,
- * a larger one as it streams (never held whole, nor compressed in one long
- * block of the event loop).
- */
-async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer): AsyncGenerator<Buffer> {
-  const serialized = new w.WARCSerializer(record, { gzip: false, digest: DIGEST }, spool)[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
-  const held: Uint8Array[] = [];
-  let size = 0;
-  for (let c = await serialized.next(); !c.done; c = await serialized.next()) {
-    held.push(c.value);
-    size += c.value.length;
-    if (size > WARC_DEFAULTS.syncGzipBytes) {
-      yield* streamed(held, serialized);
-      return;
-    }
-  }
-  // (On this thread: libuv's thread pool took a fifth of it off the event
-  // loop, but the --warc crawl was no faster on 2 cores, 87-97 pages/s
-  // either way in alternated runs, and the hand-off costs CPU of its own.)
-  yield gzipSync(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
-}
-
-/** The chunks held so far and the rest of the record, through a gzip stream. */
-async function* streamed(held: Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Buffer> {
-  const gzip = createGzip({ level: WARC_DEFAULTS.gzipLevel });
-  const source = Readable.from(
-    (async function* () {
-      yield* held;
-      for (let c = await rest.next(); !c.done; c = await rest.next()) yield c.value;
-    })(),
-  );
-  // A failed read (a spool on a full disk) fails the member, not the process.
-  source.on('error', (err) => gzip.destroy(err));
-  yield* source.pipe(gzip) as AsyncIterable<Buffer>;
-}
-
-async function wholeMember(w: WarcioParts, record: WARCRecord): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of member(w, record)) chunks.push(c);
-  return Buffer.concat(chunks);
 }
 
 /** yyyymmddhhmmss, UTC. */
@@ -231,6 +134,8 @@ export class WarcWriter {
     const request = w.WARCRecord.create(
       {
         url: sent.url,
+        // (warcio sets WARC-Date from this, over the one in warcHeaders.)
+        date: common['WARC-Date'],
         type: 'request',
         warcVersion: 'WARC/1.1',
         statusline: head.line,
@@ -241,17 +146,22 @@ export class WarcWriter {
     );
     const requestBytes = await wholeMember(w, request);
     if (!response) return this.exclusive(() => this.appendRecord(async (put) => put(requestBytes)));
+    const revisit = response.notModified;
     const record = w.WARCRecord.create(
       {
         url: sent.url,
-        type: 'response',
+        date: common['WARC-Date'],
+        type: revisit ? 'revisit' : 'response',
         warcVersion: 'WARC/1.1',
         statusline: response.statusLine,
         httpHeaders: response.headers,
         warcHeaders: { 'WARC-Record-ID': responseId, ...common, 'WARC-Concurrent-To': requestId },
+        ...(revisit ? { refersToUrl: revisit.uri, refersToDate: revisit.date.toISOString() } : {}),
       },
       markTruncation(response, (reason) => record.warcHeaders.headers.set('WARC-Truncated', reason)),
     );
+    // (warcio names the identical-payload-digest profile for every revisit.)
+    if (revisit) record.warcHeaders.headers.set('WARC-Profile', SERVER_NOT_MODIFIED);
     const chunks = member(w, record, spool);
     try {
       // The first chunk comes once the whole body has been read and digested.
@@ -263,7 +173,7 @@ export class WarcWriter {
           for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
         }),
       );
-      return { file: at.file, offset: at.offset + requestBytes.length };
+      return { file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'] };
     } finally {
       // (A record given up half way: its generator's streams are let go now.)
       await chunks.return(undefined).catch(() => undefined);

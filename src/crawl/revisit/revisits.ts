@@ -1,6 +1,6 @@
 import type { Tallies } from '../counters/index.js';
 import { commit, type Outcome, type PageBudget } from '../lease/index.js';
-import type { PageRecord } from '../output/index.js';
+import type { PageRecord, RevisitOf } from '../output/index.js';
 import type { RevisitPolicy } from '../seed/index.js';
 import { encodeItem, type QueuedUrl } from '../store/index.js';
 import { conditionalHeaders, nextVisit, type VisitOutcome, type VisitResponse } from './schedule.js';
@@ -22,6 +22,12 @@ export class Revisits {
   /** Headers for a visit: conditional on what the last one got. */
   headersFor(item: QueuedUrl): Record<string, string> {
     return conditionalHeaders(item.visit);
+  }
+
+  /** The capture a 304 to this visit would confirm: the URL's last payload, archived when it was fetched. */
+  revisitOf(item: QueuedUrl): RevisitOf | undefined {
+    const at = item.visit?.capturedAt;
+    return at === null || at === undefined ? undefined : { uri: item.url, date: new Date(at) };
   }
 
   /** What this visit found (its digest taken from the body, when read). */

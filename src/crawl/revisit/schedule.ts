@@ -16,6 +16,8 @@ export interface VisitResponse {
   headers: Record<string, string | string[] | undefined>;
   /** The decoded body when it was read, for its digest. */
   body: Buffer | null;
+  /** Where it was archived (--warc): its record's WARC-Date is the capture's time. */
+  warc?: { date?: string | undefined } | null;
 }
 
 /** What a visit found, and when the next one is. */
@@ -71,6 +73,8 @@ function freshSeconds(res: VisitResponse): number {
  */
 export function nextVisit(prev: VisitRecord | null, res: VisitResponse, policy: RevisitPolicy, now = Date.now()): VisitOutcome {
   const notModified = res.status === 304 && prev !== null;
+  const archivedAt = res.warc?.date ? Date.parse(res.warc.date) : NaN;
+  const fetchedAt = Number.isFinite(archivedAt) ? archivedAt : now;
   const missing = res.status === 404 || res.status === 410;
   const ok = res.status >= 200 && res.status < 300;
   const digest = ok && res.body ? payloadDigest(res.body) : notModified ? (prev?.digest ?? null) : null;
@@ -93,7 +97,7 @@ export function nextVisit(prev: VisitRecord | null, res: VisitResponse, policy: 
     etag,
     lastModified,
     digest: missing ? (prev?.digest ?? null) : digest,
-    capturedAt: changed === false ? (prev?.capturedAt ?? now) : ok ? now : (prev?.capturedAt ?? null),
+    capturedAt: changed === false ? (prev?.capturedAt ?? fetchedAt) : ok ? fetchedAt : (prev?.capturedAt ?? null),
     intervalS: Math.round(intervalS * 1000) / 1000,
     visits: (prev?.visits ?? 0) + 1,
     changes: (prev?.changes ?? 0) + (changed === true ? 1 : 0),
