@@ -195,6 +195,25 @@ describe('the live status page, in Chromium', () => {
     await page.close();
   });
 
+  it('a crawl that revisits: the totals show its revisits and what they found', async () => {
+    const arena = 'revisiting';
+    const queue = new FairQueue(world.redis);
+    queues.push(queue);
+    await queue.setLimits(arena, { 'a.example': { rate: 1 } });
+    const counts = { revisits: 40, revisitsChanged: 9, revisitsUnchanged: 6, revisitsNotModified: 25, revisitsGone: 1 };
+    await world.redis.hset(crawlKeys(arena, queue).stats, Object.fromEntries(Object.entries(counts).map(([k, v]) => [`*:${k}`, String(v)])));
+    const server = await servePage(arena);
+    const { page, errors } = await openPage(server.url);
+    await page.waitForSelector('#totals [data-total="revisits"]');
+    const card = async (label: string): Promise<string | null> => page.locator(`#totals [data-total="${label}"] b`).textContent();
+    assert.deepEqual(
+      [await card('revisits'), await card('changed'), await card('unchanged'), await card('not modified (304)'), await card('gone'), await card('waiting: revisits, retries')],
+      ['40', '9', '6', '25', '1', '0'],
+    );
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   it('bad requests get a clear status and never stop the page for others', async () => {
     const server = await servePage('statuspage');
     const url = (path: string) => new URL(path, server.url);

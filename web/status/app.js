@@ -30,6 +30,12 @@
       ['queued', t.queued], ['leased', t.leased], ['waiting to retry', t.delayed], ['done', t.done], ['pages', t.pages],
       ['errors', t.errors], ['dead', t.dead], ['robots-blocked', t.robotsBlocked], ['domains', t.domains], ['workers seen', v.workers],
     ];
+    // A crawl that revisits (seed revisit): what its revisits found; its delayed URLs are mostly revisits waiting.
+    const rv = t.revisits;
+    if (rv && rv.done + rv.capDrops > 0) {
+      cards[2] = ['waiting: revisits, retries', t.delayed];
+      cards.push(['revisits', rv.done], ['changed', rv.changed], ['unchanged', rv.unchanged], ['not modified (304)', rv.notModified], ['gone', rv.gone]);
+    }
     if (v.bloom) {
       cards.push(['Bloom fill', `${(v.bloom.fill * 100).toFixed(3)}%`], ['est. false positives', v.bloom.combinedFalsePositiveRate < 1e-12 ? '< 1e-12' : v.bloom.combinedFalsePositiveRate.toExponential(1)]);
     }
