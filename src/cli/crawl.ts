@@ -70,6 +70,6 @@ function progressText(redis: Parameters<typeof crawlStats>[0], queue: FairQueue,
     const now = Date.now();
     const rate = ((s.totals.pages - last.pages) * 1000) / Math.max(1, now - last.at);
     last = { at: now, pages: s.totals.pages };
-    return `[${((now - startedAt) / 1000).toFixed(0)} s] ${s.totals.pages} pages (${rate.toFixed(1)}/s), ${s.totals.queued} queued, ${s.totals.leased} in flight, ${s.totals.delayed} waiting to retry, ${s.totals.errors} errors`;
+    return `[${((now - startedAt) / 1000).toFixed(0)} s] ${s.totals.pages} pages (${rate.toFixed(1)}/s), ${s.totals.queued} queued, ${s.totals.leased} in flight, ${s.totals.delayed} ${s.totals.revisits.done > 0 ? 'waiting (revisits, retries)' : 'waiting to retry'}, ${s.totals.errors} errors`;
   };
 }

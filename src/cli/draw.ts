@@ -28,7 +28,7 @@ export function formatStats(s: CrawlStats): string {
     d.waitingFor,
   ]);
   const lines = [
-    `arena ${s.arena}: ${s.drained ? 'drained' : 'running'} — queued ${s.totals.queued}, leased ${s.totals.leased}, waiting to retry ${s.totals.delayed}, done ${s.totals.done}, dead ${s.totals.dead}, pages ${s.totals.pages}`,
+    `arena ${s.arena}: ${s.drained ? 'drained' : 'running'} — queued ${s.totals.queued}, leased ${s.totals.leased}, ${s.totals.revisits.done > 0 ? 'waiting (revisits, retries)' : 'waiting to retry'} ${s.totals.delayed}, done ${s.totals.done}, dead ${s.totals.dead}, pages ${s.totals.pages}`,
     table(['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robots', 'limit', 'achieved', 'next', 'waiting for'], rows),
     `workers seen in the last 15 s: ${s.workers}`,
   ];
