@@ -24,7 +24,7 @@ export function visitedItem(i: number): string {
     queuedUrl(url, {
       depth: 3,
       referrer: `https://${host}/articles/2026/`,
-      visit: { at: 1_764_745_000_000 + i, status: 200, etag: `"${(i * 2654435761).toString(16).slice(0, 8)}-5f3a1c2b"`, lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT', digest: 'q8Xq0dJ6xqJmHn1hYl2QkX7bQ4c', capturedAt: 1_764_745_000_000 + i, intervalS: 86_400, visits: 3, changes: 1, gone: 0 },
+      visit: { at: 1_764_745_000_000 + i, status: 200, etag: `"${(i * 2654435761).toString(16).slice(0, 8)}-5f3a1c2b"`, lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT', digest: 'q8Xq0dJ6xqJmHn1hYl2QkX7bQ4c', capturedAt: 1_764_745_000_000 + i, intervalS: 86_400, visits: 3, changes: 1, gone: 0, warcDigest: null },
     }),
   );
 }

@@ -124,7 +124,7 @@ describe('revisits', () => {
     process.stdout.write(`# ${seen.length} requests in ${RUN_MS / 1000} s; visits of the changing pages: ${(share * 100).toFixed(0)} %; ${JSON.stringify(t)}\n`);
   });
 
-  it('with --warc, a 304 is archived as a revisit record (server-not-modified) pointing at a capture that exists, read back by an independent reader', async () => {
+  it('with --warc, a 304 and a 200 with the payload archived before are revisit records (server-not-modified, identical-payload-digest) pointing at a capture that exists, read back by an independent reader', async () => {
     const t0 = performance.now();
     const etagged: Handler = (req, res) => {
       const etag = `"v${Math.floor((performance.now() - t0) / 3000)}"`;
@@ -136,7 +136,8 @@ describe('revisits', () => {
       res.writeHead(200, { 'content-type': 'text/html', etag });
       res.end(html(`version ${etag}`));
     };
-    const site = await world.web.site('archived', { '/': html('<a href="/p">p</a>'), '/p': etagged });
+    // /same: the same payload every time, and no validators: every revisit is a 200 carrying it again.
+    const site = await world.web.site('archived', { '/': html('<a href="/p">p</a> <a href="/same">same</a>'), '/p': etagged, '/same': html('the same, every time') });
     const seed = validateSeed({
       arena: 'revisit-warc',
       rateLimits: { [site.key]: RATE },
@@ -151,19 +152,28 @@ describe('revisits', () => {
     for (const f of await readdir(dir)) if (f.endsWith('.warc.gz')) records.push(...(await readWarcFile(join(dir, f))).records);
     const captures = records.filter((r) => r.header('WARC-Type') === 'response');
     const revisits = records.filter((r) => r.header('WARC-Type') === 'revisit');
-    assert.ok(revisits.length >= 2, `${revisits.length} revisit records`);
+    const notModified = revisits.filter((r) => r.header('WARC-Profile') === 'http://netpreserve.org/warc/1.1/revisit/server-not-modified');
+    const identical = revisits.filter((r) => r.header('WARC-Profile') === 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest');
+    assert.ok(notModified.length >= 2 && identical.length >= 2, `${notModified.length} not-modified and ${identical.length} identical-payload revisit records`);
+    assert.equal(notModified.length + identical.length, revisits.length);
     for (const r of revisits) {
-      assert.equal(r.header('WARC-Profile'), 'http://netpreserve.org/warc/1.1/revisit/server-not-modified');
-      assert.match(r.block.toString('latin1'), /^HTTP\/1\.1 304 /);
       const target = r.header('WARC-Refers-To-Target-URI');
       const date = r.header('WARC-Refers-To-Date');
       assert.equal(target, r.header('WARC-Target-URI'));
       const original = captures.find((c) => c.header('WARC-Target-URI') === target && c.header('WARC-Date') === date);
       assert.ok(original, `the capture of ${target} at ${date} is in the archive`);
       assert.match(original.block.toString('latin1'), /^HTTP\/1\.1 200 /);
+      if (identical.includes(r)) {
+        // Headers only, and the payload digest of the capture it stands for.
+        assert.match(r.block.toString('latin1'), /^HTTP\/1\.1 200 [^]*\r\n\r\n$/);
+        assert.equal(r.header('WARC-Payload-Digest'), original.header('WARC-Payload-Digest'));
+      } else {
+        assert.match(r.block.toString('latin1'), /^HTTP\/1\.1 304 /);
+      }
     }
+    assert.equal(captures.filter((c) => c.header('WARC-Target-URI')?.endsWith('/same')).length, 1, '/same archived once, revisited after');
     // The lines say where each record is, and when it was taken.
     const lines = (await readJsonl(out)).filter((l) => l.status === 304);
-    assert.ok(lines.length === revisits.length && lines.every((l) => typeof l.warc?.date === 'string'));
+    assert.ok(lines.length === notModified.length && lines.every((l) => typeof l.warc?.date === 'string'));
   });
 });

@@ -16,9 +16,9 @@ describe('queued URL', () => {
   });
 
   it('carries a visit record as one array, and a malformed record reads as none (the URL is visited as new)', () => {
-    const visit = { at: 1_700_000_000_000, status: 200, etag: '"v1"', lastModified: null, digest: 'abc', capturedAt: 1_700_000_000_000, intervalS: 1.5, visits: 3, changes: 1, gone: 0 };
+    const visit = { at: 1_700_000_000_000, status: 200, etag: '"v1"', lastModified: null, digest: 'abc', capturedAt: 1_700_000_000_000, intervalS: 1.5, visits: 3, changes: 1, gone: 0, warcDigest: null };
     const page = queuedUrl('http://a.test/x', { visit });
-    assert.equal(encodeItem(page), '{"u":"http://a.test/x","d":0,"r":null,"h":0,"w":[1700000000000,200,"\\"v1\\"",null,"abc",1700000000000,1.5,3,1,0]}');
+    assert.equal(encodeItem(page), '{"u":"http://a.test/x","d":0,"r":null,"h":0,"w":[1700000000000,200,"\\"v1\\"",null,"abc",1700000000000,1.5,3,1,0,null]}');
     assert.deepEqual(decodeItem(encodeItem(page)), page);
     assert.equal(decodeItem('{"u":"http://a.test/","d":0,"r":null,"h":0,"w":[1,2]}')?.visit, null);
     assert.equal(decodeItem('{"u":"http://a.test/","d":0,"r":null,"h":0,"w":"x"}')?.visit, null);

@@ -75,6 +75,7 @@ export class ExchangeCapture {
         body: this.body,
         truncated: () => this.cut,
         notModified: statusCode === 304 ? this.revisitOf : undefined,
+        sameAs: statusCode >= 200 && statusCode < 300 ? this.revisitOf : undefined,
       },
     );
     // Awaited by finish(); until then a failure must not be an unhandled rejection.

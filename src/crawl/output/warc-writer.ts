@@ -12,6 +12,8 @@ export interface WarcLocation {
   offset: number;
   /** The record's WARC-Date (a revisit record refers to its capture by URL and this). */
   date?: string;
+  /** Its WARC-Payload-Digest (a later identical payload is archived as a revisit of it). */
+  payloadDigest?: string;
 }
 
 export { WARC_DEFAULTS } from './warc-members.js';
@@ -37,12 +39,15 @@ export interface ReceivedResponse {
   truncated: () => Truncation | null;
   /** A 304 to a revisit's conditional request: written as a revisit record (profile server-not-modified) referring to the capture it confirms. */
   notModified?: RevisitOf | undefined;
+  /** A revisit's 2xx: when its payload digest is this capture's, written as a revisit record (profile identical-payload-digest) instead of a copy. */
+  sameAs?: RevisitOf | undefined;
 }
 
-/** The capture a revisit refers to: its URL and when it was fetched. */
+/** The capture a revisit refers to: its URL, when it was fetched, and its payload digest when known. */
 export interface RevisitOf {
   uri: string;
   date: Date;
+  payloadDigest?: string | undefined;
 }
 
 /** WARC 1.1's profile for a revisit the server answered 304 (WARC 1.1 §6.7.2). */
@@ -166,6 +171,28 @@ export class WarcWriter {
     try {
       // The first chunk comes once the whole body has been read and digested.
       const first = await chunks.next();
+      const digest = record.warcHeaders.headers.get('WARC-Payload-Digest') ?? undefined;
+      const same = response.sameAs;
+      if (same?.payloadDigest !== undefined && digest === same.payloadDigest) {
+        // The payload archived before: its headers and a reference, not a second copy.
+        const again = w.WARCRecord.create(
+          {
+            url: sent.url,
+            date: common['WARC-Date'],
+            type: 'revisit',
+            warcVersion: 'WARC/1.1',
+            statusline: response.statusLine,
+            httpHeaders: response.headers,
+            warcHeaders: { 'WARC-Record-ID': responseId, ...common, 'WARC-Concurrent-To': requestId, 'WARC-Payload-Digest': digest },
+            refersToUrl: same.uri,
+            refersToDate: same.date.toISOString(),
+          },
+          [],
+        );
+        const bytes = await wholeMember(w, again);
+        const at = await this.exclusive(() => this.appendRecord(async (put) => put(requestBytes, bytes)));
+        return { file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'], payloadDigest: digest };
+      }
       const at = await this.exclusive(() =>
         this.appendRecord(async (put) => {
           // (One write for both records of a page, whose response is one chunk.)
@@ -173,7 +200,7 @@ export class WarcWriter {
           for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
         }),
       );
-      return { file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'] };
+      return { file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'], ...(digest && !revisit ? { payloadDigest: digest } : {}) };
     } finally {
       // (A record given up half way: its generator's streams are let go now.)
       await chunks.return(undefined).catch(() => undefined);

@@ -27,7 +27,7 @@ export class Revisits {
   /** The capture a 304 to this visit would confirm: the URL's last payload, archived when it was fetched. */
   revisitOf(item: QueuedUrl): RevisitOf | undefined {
     const at = item.visit?.capturedAt;
-    return at === null || at === undefined ? undefined : { uri: item.url, date: new Date(at) };
+    return at === null || at === undefined ? undefined : { uri: item.url, date: new Date(at), payloadDigest: item.visit?.warcDigest ?? undefined };
   }
 
   /** What this visit found (its digest taken from the body, when read). */

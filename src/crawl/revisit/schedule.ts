@@ -16,8 +16,8 @@ export interface VisitResponse {
   headers: Record<string, string | string[] | undefined>;
   /** The decoded body when it was read, for its digest. */
   body: Buffer | null;
-  /** Where it was archived (--warc): its record's WARC-Date is the capture's time. */
-  warc?: { date?: string | undefined } | null;
+  /** Where it was archived (--warc): its record's WARC-Date is the capture's time, and its payload digest. */
+  warc?: { date?: string | undefined; payloadDigest?: string | undefined } | null;
 }
 
 /** What a visit found, and when the next one is. */
@@ -98,6 +98,7 @@ export function nextVisit(prev: VisitRecord | null, res: VisitResponse, policy: 
     lastModified,
     digest: missing ? (prev?.digest ?? null) : digest,
     capturedAt: changed === false ? (prev?.capturedAt ?? fetchedAt) : ok ? fetchedAt : (prev?.capturedAt ?? null),
+    warcDigest: changed === false ? (prev?.warcDigest ?? res.warc?.payloadDigest ?? null) : ok ? (res.warc?.payloadDigest ?? null) : (prev?.warcDigest ?? null),
     intervalS: Math.round(intervalS * 1000) / 1000,
     visits: (prev?.visits ?? 0) + 1,
     changes: (prev?.changes ?? 0) + (changed === true ? 1 : 0),

@@ -19,6 +19,8 @@ export interface VisitRecord {
   digest: string | null;
   /** When the payload with that digest was first fetched, ms (a revisit record refers to that capture). */
   capturedAt: number | null;
+  /** That capture's WARC-Payload-Digest, when it was archived (a later identical payload is archived as a revisit of it). */
+  warcDigest: string | null;
   /** Seconds from this visit to the next, as decided now. */
   intervalS: number;
   /** Visits so far, this one included. */
@@ -29,7 +31,7 @@ export interface VisitRecord {
   gone: number;
 }
 
-const VISIT_FIELDS = ['at', 'status', 'etag', 'lastModified', 'digest', 'capturedAt', 'intervalS', 'visits', 'changes', 'gone'] as const;
+const VISIT_FIELDS = ['at', 'status', 'etag', 'lastModified', 'digest', 'capturedAt', 'intervalS', 'visits', 'changes', 'gone', 'warcDigest'] as const;
 export interface QueuedUrl {
   /** The normalized URL. */
   url: string;
@@ -103,9 +105,9 @@ const strOrNull = (x: unknown): string | null => (typeof x === 'string' ? x : nu
 /** A stored visit record, or null when it is not one (an item not written by this weir: the URL is visited as new). */
 function decodeVisit(w: unknown): VisitRecord | null {
   if (!Array.isArray(w) || w.length !== VISIT_FIELDS.length) return null;
-  const [at, status, etag, lastModified, digest, capturedAt, intervalS, visits, changes, gone] = w as unknown[];
+  const [at, status, etag, lastModified, digest, capturedAt, intervalS, visits, changes, gone, warcDigest] = w as unknown[];
   if (!isNum(at) || !isNum(status) || !isNum(intervalS) || !isNum(visits) || !isNum(changes) || !isNum(gone)) return null;
-  return { at, status, etag: strOrNull(etag), lastModified: strOrNull(lastModified), digest: strOrNull(digest), capturedAt: isNum(capturedAt) ? capturedAt : null, intervalS, visits, changes, gone };
+  return { at, status, etag: strOrNull(etag), lastModified: strOrNull(lastModified), digest: strOrNull(digest), capturedAt: isNum(capturedAt) ? capturedAt : null, intervalS, visits, changes, gone, warcDigest: strOrNull(warcDigest) };
 }
 
 /** Parses a queue item; null for anything malformed (it was not written by weir). */
