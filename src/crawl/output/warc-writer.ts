@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { isWeirError, WeirError } from '../../errors.js';
 import { SpoolBuffer, SpoolDir } from './spool.js';
 import { member, warcio, wholeMember, WARC_DEFAULTS } from './warc-members.js';
+import type { WARCRecord } from 'warcio';
 
 /** Where a record starts: its file (name only, in the WARC directory) and byte offset (the start of its gzip member). */
 export interface WarcLocation {
@@ -136,35 +137,13 @@ export class WarcWriter {
     const common = { 'WARC-Date': sent.at.toISOString(), ...(sent.ip ? { 'WARC-IP-Address': sent.ip } : {}) };
     const head = parseRequestHead(sent.head);
     const w = await warcio();
-    const request = w.WARCRecord.create(
-      {
-        url: sent.url,
-        // (warcio sets WARC-Date from this, over the one in warcHeaders.)
-        date: common['WARC-Date'],
-        type: 'request',
-        warcVersion: 'WARC/1.1',
-        statusline: head.line,
-        httpHeaders: head.headers,
-        warcHeaders: { 'WARC-Record-ID': requestId, ...common, ...(response ? { 'WARC-Concurrent-To': responseId } : {}) },
-      },
-      [],
-    );
+    const request = httpRecord(w, { url: sent.url, type: 'request', statusline: head.line, httpHeaders: head.headers, warcHeaders: { 'WARC-Record-ID': requestId, ...common, ...(response ? { 'WARC-Concurrent-To': responseId } : {}) } }, []);
     const requestBytes = await wholeMember(w, request);
     if (!response) return this.exclusive(() => this.appendRecord(async (put) => put(requestBytes)));
     const revisit = response.notModified;
-    const record = w.WARCRecord.create(
-      {
-        url: sent.url,
-        date: common['WARC-Date'],
-        type: revisit ? 'revisit' : 'response',
-        warcVersion: 'WARC/1.1',
-        statusline: response.statusLine,
-        httpHeaders: response.headers,
-        warcHeaders: { 'WARC-Record-ID': responseId, ...common, 'WARC-Concurrent-To': requestId },
-        ...(revisit ? { refersToUrl: revisit.uri, refersToDate: revisit.date.toISOString() } : {}),
-      },
-      markTruncation(response, (reason) => record.warcHeaders.headers.set('WARC-Truncated', reason)),
-    );
+    const headers = { 'WARC-Record-ID': responseId, ...common, 'WARC-Concurrent-To': requestId };
+    const answer = { url: sent.url, statusline: response.statusLine, httpHeaders: response.headers };
+    const record = httpRecord(w, { ...answer, type: revisit ? 'revisit' : 'response', warcHeaders: headers, refersTo: revisit }, markTruncation(response, (reason) => record.warcHeaders.headers.set('WARC-Truncated', reason)));
     // (warcio names the identical-payload-digest profile for every revisit.)
     if (revisit) record.warcHeaders.headers.set('WARC-Profile', SERVER_NOT_MODIFIED);
     const chunks = member(w, record, spool);
@@ -172,26 +151,13 @@ export class WarcWriter {
       // The first chunk comes once the whole body has been read and digested.
       const first = await chunks.next();
       const digest = record.warcHeaders.headers.get('WARC-Payload-Digest') ?? undefined;
+      const located = (at: WarcLocation): WarcLocation => ({ file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'], ...(digest && !revisit ? { payloadDigest: digest } : {}) });
       const same = response.sameAs;
       if (same?.payloadDigest !== undefined && digest === same.payloadDigest) {
-        // The payload archived before: its headers and a reference, not a second copy.
-        const again = w.WARCRecord.create(
-          {
-            url: sent.url,
-            date: common['WARC-Date'],
-            type: 'revisit',
-            warcVersion: 'WARC/1.1',
-            statusline: response.statusLine,
-            httpHeaders: response.headers,
-            warcHeaders: { 'WARC-Record-ID': responseId, ...common, 'WARC-Concurrent-To': requestId, 'WARC-Payload-Digest': digest },
-            refersToUrl: same.uri,
-            refersToDate: same.date.toISOString(),
-          },
-          [],
-        );
+        // The payload archived before: its headers and a reference, not a second copy (profile identical-payload-digest).
+        const again = httpRecord(w, { ...answer, type: 'revisit', warcHeaders: { ...headers, 'WARC-Payload-Digest': digest }, refersTo: same }, []);
         const bytes = await wholeMember(w, again);
-        const at = await this.exclusive(() => this.appendRecord(async (put) => put(requestBytes, bytes)));
-        return { file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'], payloadDigest: digest };
+        return located(await this.exclusive(() => this.appendRecord(async (put) => put(requestBytes, bytes))));
       }
       const at = await this.exclusive(() =>
         this.appendRecord(async (put) => {
@@ -200,7 +166,7 @@ export class WarcWriter {
           for (let c = await chunks.next(); !c.done; c = await chunks.next()) await put(c.value);
         }),
       );
-      return { file: at.file, offset: at.offset + requestBytes.length, date: common['WARC-Date'], ...(digest && !revisit ? { payloadDigest: digest } : {}) };
+      return located(at);
     } finally {
       // (A record given up half way: its generator's streams are let go now.)
       await chunks.return(undefined).catch(() => undefined);
@@ -322,6 +288,19 @@ export class WarcWriter {
     );
     return wholeMember(w, info);
   }
+}
+
+/** A WARC/1.1 record of an HTTP message; its WARC-Date is warcHeaders' (warcio would set the time it is made). */
+function httpRecord(
+  w: Awaited<ReturnType<typeof warcio>>,
+  r: { url: string; type: 'request' | 'response' | 'revisit'; statusline: string; httpHeaders: [string, string][]; warcHeaders: Record<string, string>; refersTo?: RevisitOf | undefined },
+  body: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
+): WARCRecord {
+  const { refersTo, ...fields } = r;
+  return w.WARCRecord.create(
+    { ...fields, date: r.warcHeaders['WARC-Date'], warcVersion: 'WARC/1.1', ...(refersTo ? { refersToUrl: refersTo.uri, refersToDate: refersTo.date.toISOString() } : {}) },
+    body as AsyncIterable<Uint8Array>,
+  );
 }
 
 /**
