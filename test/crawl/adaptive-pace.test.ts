@@ -44,7 +44,7 @@ async function crawl(arena: string, s: { key: string; origin: string }, workers:
     rateLimits: { [s.key]: RATE },
     maxInFlightPerDomain: maxInFlight,
     start: [`${s.origin}/`],
-    adaptivePace: { delayFactor: 2, maxDelayMs: 10_000 },
+    adaptivePace: { delayFactor: 1.5, maxDelayMs: 10_000 },
     allowPrivateNetworks: true,
   });
   await runCrawl(world.redis, seed, { workers, concurrency: 2, retryBaseMs: 50 });
@@ -57,20 +57,20 @@ async function paceNow(arena: string, domain: string): Promise<number | 'unlimit
 
 describe('adaptive pace', () => {
   for (const workers of [1, 4]) {
-    it(`a site whose responses slow from 20 ms to 400 ms and back: the pace drops within a few requests and recovers to the limit (${workers} worker${workers > 1 ? 's' : ''}, one pace)`, async () => {
+    it(`a site whose responses slow from 50 ms to 1 s and back: the pace drops within a few requests and recovers to the limit (${workers} worker${workers > 1 ? 's' : ''}, one pace)`, async () => {
       const name = `slowing${workers}`;
-      // Pages 9-16 take 400 ms; the rest 20 ms.
-      const s = await site(name, (n, res) => void setTimeout(() => ok(res), n >= 9 && n <= 16 ? 400 : 20));
+      // Pages 9-16 take 1 s; the rest 50 ms.
+      const s = await site(name, (n, res) => void setTimeout(() => ok(res), n >= 9 && n <= 16 ? 1000 : 50));
       await crawl(`adaptive-slow-${workers}`, s, workers, 2);
       const reqs = pagesOf(name);
       assert.equal(reqs.length, PAGES);
       // Never faster than the limit.
       assert.ok(smallestGap(reqs) >= 1000 / RATE, `${smallestGap(reqs).toFixed(1)} ms between two requests at ${RATE}/s`);
-      // From the 4th slow response on, the pace is 2 × the smoothed response time (over 500 ms):
-      // at least 400 ms between arrivals, where 2 in flight of 400 ms would come every 200 ms.
+      // From the 4th slow response on, the pace is 1.5 × the smoothed response time (over 770 ms):
+      // at least 1 s between arrivals, where 2 in flight of 1 s would come every 500 ms.
       const slowGaps = gaps(reqs.slice(12, 17));
       assert.ok(
-        slowGaps.every((g) => g >= 400),
+        slowGaps.every((g) => g >= 1000),
         `gaps after the 4th slow response: ${slowGaps.map((g) => g.toFixed(0)).join(', ')} ms: ${requestTimes(reqs.slice(8, 18), reqs[0]?.at ?? 0)}`,
       );
       // Recovered: after 24 fast responses the pace in force is the limit again.
