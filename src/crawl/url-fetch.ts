@@ -108,10 +108,16 @@ export class UrlFetch {
    */
   async sitemap(lease: Lease, item: QueuedUrl): Promise<Outcome> {
     const reader = new SitemapReader();
-    const res = await this.inSlot(lease, item.url, { wantBody: (_ct, status) => status >= 200 && status < 300, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c) });
+    const rv = this.d.revisits;
+    const wantBody = (_ct: string | null, status: number): boolean => status >= 200 && status < 300;
+    const res = await this.inSlot(lease, item.url, { wantBody, maxBytes: SITEMAP_LIMITS.maxBytes, sink: (c) => reader.write(c), headers: rv?.headersFor(item), revisitOf: rv?.revisitOf(item) });
     if ('kind' in res) return res;
     return this.classified(lease, item, res, async (rec) => {
-      if (res.status < 200 || res.status >= 300) return commit({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
+      // With revisits, a sitemap is read again on its own schedule (its new entries found; the rest dropped as seen).
+      const visit = rv?.observe(item, res);
+      const end = (record: Partial<PageRecord>, tallies: Outcome['tallies']): Promise<Outcome> | Outcome => (visit && rv ? rv.outcome(item, visit, record, tallies) : commit(record, tallies));
+      if (visit?.notModified) return end(rec, [['sitemaps', 1]]);
+      if (res.status < 200 || res.status >= 300) return end({ ...rec, error: `sitemap: HTTP ${res.status}` }, [['sitemaps', 1]]);
       const map = await reader.end();
       const pages = await this.d.links.sitemapPages(item, map.urls);
       // An index lists sitemaps on the hosts it may speak for; they inherit its depth and voucher.
@@ -119,7 +125,7 @@ export class UrlFetch {
       const children = await this.d.links.sitemaps(map.sitemaps.map((s) => s.loc), from);
       const ignored = map.ignored + pages.ignored + children.ignored;
       const enqueued = pages.enqueued + children.enqueued;
-      return commit(
+      return end(
         {
           ...rec,
           links: map.urls.length + map.sitemaps.length,

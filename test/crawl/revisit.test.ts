@@ -176,4 +176,36 @@ describe('revisits', () => {
     const lines = (await readJsonl(out)).filter((l) => l.status === 304);
     assert.ok(lines.length === notModified.length && lines.every((l) => typeof l.warc?.date === 'string'));
   });
+
+  it('a sitemap is read again on its schedule: 304 while it stands, and a URL added to it later is found and fetched', async () => {
+    const t0 = performance.now();
+    const hits: { path: string; status: number }[] = [];
+    const sitemap: Handler = (req, res) => {
+      const grown = performance.now() - t0 > 3000;
+      const etag = grown ? '"s2"' : '"s1"';
+      const status = req.headers['if-none-match'] === etag ? 304 : 200;
+      hits.push({ path: '/sitemap.xml', status });
+      const urls = (grown ? ['/a', '/b'] : ['/a']).map((p) => `<url><loc>${site.origin}${p}</loc></url>`).join('');
+      res.writeHead(status, { 'content-type': 'application/xml', etag });
+      res.end(status === 304 ? undefined : `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${urls}</urlset>`);
+    };
+    const leaf = (path: string): Handler => (_req, res) => {
+      hits.push({ path, status: 200 });
+      res.writeHead(200, { 'content-type': 'text/html', etag: `"${path}"` });
+      res.end(html(path));
+    };
+    const site = await world.web.site('mapped', { '/': html('home'), '/sitemap.xml': sitemap, '/a': leaf('/a'), '/b': leaf('/b') });
+    const seed = validateSeed({
+      arena: 'revisit-sitemap',
+      rateLimits: { [site.key]: RATE },
+      start: [`${site.origin}/`],
+      sitemaps: [`${site.origin}/sitemap.xml`],
+      revisit: { minIntervalSeconds: 1, initialIntervalSeconds: 1, maxIntervalSeconds: 2 },
+      allowPrivateNetworks: true,
+    });
+    await runCrawl(world.redis, seed, { workers: 1, concurrency: 2, signal: AbortSignal.timeout(9000) });
+    const reads = hits.filter((h) => h.path === '/sitemap.xml');
+    assert.ok(reads.length >= 4 && reads.some((h) => h.status === 304), `sitemap read ${reads.length} times: ${reads.map((h) => h.status).join(' ')}`);
+    assert.ok(hits.some((h) => h.path === '/b'), '/b, added to the sitemap after 3 s, found and fetched');
+  });
 });
