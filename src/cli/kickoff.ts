@@ -15,7 +15,12 @@ export async function cmdKickoff({ seed, url, log }: CommandContext): Promise<nu
     log.info({ arena: seed.arena, ...r }, 'kickoff done');
     await sayPlacement(redis, queue, seed.arena, log);
     const listed = Array.isArray(seed.sitemaps) ? `, ${r.sitemapsEnqueued} of ${seed.sitemaps.length} listed sitemaps` : '';
-    process.stdout.write(`arena ${seed.arena}: ${Object.keys(seed.rateLimits).length} domains, ${r.enqueued} start URLs enqueued (${seed.start.length - r.enqueued} already seen)${listed}\n`);
+    for (const bad of r.files.examples) log.warn({ line: bad }, 'start file: a bad line, skipped');
+    const total = seed.start.length + r.files.urls;
+    const enqueued = r.enqueued + r.files.enqueued;
+    const files = seed.startFiles.length > 0 ? ` (${r.files.urls} from ${seed.startFiles.length} start file${seed.startFiles.length > 1 ? 's' : ''}${r.files.bad > 0 ? `, ${r.files.bad} bad lines skipped` : ''})` : '';
+    const news = enqueued === 0 && total > 0 ? 'nothing new: every start URL was queued or seen before' : `${enqueued} start URLs enqueued (${total - enqueued} already seen)`;
+    process.stdout.write(`arena ${seed.arena}: ${Object.keys(seed.rateLimits).length} domains, ${news}${files}${listed}\n`);
     return EXIT.ok;
   } finally {
     await queue.close();

@@ -5,7 +5,7 @@ import { STARTED_AT_FIELD } from './counters/index.js';
 import { ByDomain, enqueueUrls, Scope, type QueueRouter } from './links/index.js';
 import { guardedLookup, type LookupFunction } from './fetch/index.js';
 import { AddressBook, ServerRouter } from './servers/index.js';
-import { storableSeed, validateSeed, type Seed } from './seed/index.js';
+import { checkStartFile, START_FILE_LIMITS, startFileUrls, storableSeed, validateSeed, type Seed } from './seed/index.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now (with perServer, server queues are made by their first URLs instead: 0). */
@@ -14,6 +14,8 @@ export interface KickoffResult {
   enqueued: number;
   /** Sitemaps the seed lists, enqueued now. */
   sitemapsEnqueued: number;
+  /** The seed's startFiles: URL lines in them, how many were new, bad lines skipped (the first few: "file:line: why"). */
+  files: { urls: number; enqueued: number; bad: number; examples: string[] };
   bloom: { bits: number; hashes: number };
 }
 
@@ -57,6 +59,11 @@ function seedUrlsByDomain(scope: Scope, urls: readonly string[], make: (u: strin
  */
 export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis), options: { lookup?: LookupFunction | undefined } = {}): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
+  // Start files are read through first: one with too many bad lines is refused before anything is written.
+  const scope = new Scope(seed);
+  const inScope = (u: string): boolean => scope.domainOf(u) !== null;
+  const checks = [];
+  for (const file of seed.startFiles) checks.push(await checkStartFile(file, inScope));
   // The shard count first: another than the arena's is an error before anything is written.
   await queue.fixShards(seed.arena, seed.shards ?? undefined);
   // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
@@ -70,7 +77,6 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
     Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]),
   );
   const domainsCreated = seed.perServer ? 0 : await queue.setLimits(seed.arena, limits);
-  const scope = new Scope(seed);
   const router: QueueRouter | undefined = seed.perServer
     ? new ServerRouter(new AddressBook(redis, keys.addresses, options.lookup ?? guardedLookup(seed.allowPrivateNetworks)), scope)
     : undefined;
@@ -80,5 +86,12 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
   const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];
   const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })), bands);
-  return { domainsCreated, enqueued, sitemapsEnqueued, bloom };
+  // Then queued as they stream, a batch at a time (a second kickoff finds them seen: the Bloom filter).
+  const files = { urls: 0, enqueued: 0, bad: 0, examples: checks.flatMap((c) => c.examples).slice(0, START_FILE_LIMITS.examples) };
+  for (const c of checks) {
+    files.urls += c.lines - c.bad;
+    files.bad += c.bad;
+    for await (const batch of startFileUrls(c.file, inScope)) files.enqueued += await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, batch, (u) => queuedUrl(u)), bands);
+  }
+  return { domainsCreated, enqueued, sitemapsEnqueued, bloom, files };
 }

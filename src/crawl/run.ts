@@ -73,7 +73,7 @@ export async function startCrawl(redis: RedisClient, seed: Seed, queue: FairQueu
   try {
     const before = await queue.stats(seed.arena);
     const k = await kickoff(redis, seed, queue, { lookup });
-    const alreadyDrained = before.exists && k.enqueued === 0 && (await queue.stats(seed.arena)).drained;
+    const alreadyDrained = before.exists && k.enqueued + k.files.enqueued === 0 && (await queue.stats(seed.arena)).drained;
     if (out !== undefined && !alreadyDrained) await new JsonlWriter(out, { truncate: true }).close();
     return { lock, kickoff: k, alreadyDrained };
   } catch (err) {

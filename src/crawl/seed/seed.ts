@@ -1,10 +1,13 @@
 import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { WeirError } from '../../errors.js';
 import { LIMITS, validateArenaName } from '../../queue/index.js';
 import { bloomParams, maxBloomItems, MAX_BLOOM_BITS } from '../dedupe/index.js';
 import { parseDomainKey, DomainMatcher, type DomainKey, normalizeUrl, compileUrlPattern, type NewDomainKeying } from '../urls/index.js';
 import { duplicateJsonKey, MAX_SEED_BYTES, shown } from './text.js';
+import { bool, int, isRecord, nullable, optional, SeedError } from './checks.js';
+
+export { SeedError } from './checks.js';
 
 /** Documented defaults of the optional seed fields. */
 export const SEED_DEFAULTS = {
@@ -78,6 +81,12 @@ export interface Seed {
   productToken: string;
   rateLimits: Record<string, SeedRate>;
   start: string[];
+  /**
+   * Files of start URLs, one per line (gzip allowed), read by kickoff as
+   * they stream (seed/start-files.ts); a path is taken from the seed file's
+   * folder. With these, `start` may be left out.
+   */
+  startFiles: string[];
   maxDepth: number | null;
   maxPages: number | null;
   maxInFlightPerDomain: number;
@@ -127,35 +136,15 @@ export interface Seed {
   revisit: RevisitPolicy | null;
 }
 
-/** A seed file that cannot be used. `field` names the part that is wrong. */
-export class SeedError extends WeirError {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super('WEIR_SEED', field ? `seed field ${field}: ${message}` : `seed file: ${message}`);
-    this.name = 'SeedError';
-    this.field = field;
-  }
-}
 
 const KNOWN = new Set([
-  'arena', 'userAgent', 'rateLimits', 'start', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
+  'arena', 'userAgent', 'rateLimits', 'start', 'startFiles', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
   'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth', 'perServer', 'revisit',
 ]);
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function int(field: string, v: unknown, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw new SeedError(field, `must be a whole number from ${min} to ${max}, got ${shown(v)}`);
-  }
-  return v;
-}
 
-function bool(field: string, v: unknown): boolean {
-  if (typeof v !== 'boolean') throw new SeedError(field, `must be true or false, got ${shown(v)}`);
-  return v;
-}
 
 function regexList(field: string, v: unknown): string[] {
   if (v === undefined || v === null) return [];
@@ -229,10 +218,17 @@ function inDomainUrl(field: string, u: unknown, matcher: DomainMatcher): string 
   return n;
 }
 
-function startOf(v: unknown, matcher: DomainMatcher): string[] {
-  if (v === undefined) throw new SeedError('start', 'is required');
-  if (!Array.isArray(v) || v.length === 0) throw new SeedError('start', 'must be a non-empty list of URLs');
+function startOf(v: unknown, matcher: DomainMatcher, files: string[]): string[] {
+  if (v === undefined && files.length > 0) return [];
+  if (v === undefined) throw new SeedError('start', 'is required (or startFiles)');
+  if (!Array.isArray(v) || (v.length === 0 && files.length === 0)) throw new SeedError('start', 'must be a non-empty list of URLs');
   return v.map((u, i) => inDomainUrl(`start[${i}]`, u, matcher));
+}
+
+function startFilesOf(v: unknown): string[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || v.some((f) => typeof f !== 'string' || f.trim() === '' || f.includes('\0'))) throw new SeedError('startFiles', `must be a list of file paths, got ${shown(v)}`);
+  return v as string[];
 }
 
 function sitemapsOf(v: unknown, matcher: DomainMatcher): Seed['sitemaps'] {
@@ -317,8 +313,6 @@ function revisitOf(v: unknown): RevisitPolicy | null {
   };
 }
 
-const optional = <T>(v: unknown, fallback: T, check: (v: unknown) => T): T => (v === undefined ? fallback : check(v));
-const nullable = (v: unknown, check: (v: unknown) => number): number | null => (v === undefined || v === null ? null : check(v));
 
 /** Validates parsed seed data. Throws SeedError naming the field; never touches Redis. */
 export function validateSeed(data: unknown): Seed {
@@ -332,7 +326,8 @@ export function validateSeed(data: unknown): Seed {
     arena,
     ...userAgentOf(data.userAgent),
     rateLimits,
-    start: startOf(data.start, matcher),
+    start: startOf(data.start, matcher, startFilesOf(data.startFiles)),
+    startFiles: startFilesOf(data.startFiles),
     maxDepth: nullable(data.maxDepth, (v) => int('maxDepth', v, 0, 1_000_000)),
     maxPages: nullable(data.maxPages, (v) => int('maxPages', v, 1, Number.MAX_SAFE_INTEGER)),
     maxInFlightPerDomain: optional(data.maxInFlightPerDomain, d.maxInFlightPerDomain, (v) => int('maxInFlightPerDomain', v, 1, 10_000)),
@@ -389,5 +384,7 @@ export async function loadSeedFile(path: string): Promise<Seed> {
     if (err instanceof SeedError) throw err;
     throw new SeedError('', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  return parseSeedText(text, path);
+  const seed = parseSeedText(text, path);
+  // (Start files are named from the seed file's folder, wherever weir runs.)
+  return { ...seed, startFiles: seed.startFiles.map((f) => resolve(dirname(path), f)) };
 }
