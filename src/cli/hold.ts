@@ -6,8 +6,12 @@ import { isWeirError } from '../errors.js';
 
 /** `weir hold SEED [DOMAIN]` and `weir unhold SEED [DOMAIN]`. */
 export async function cmdHold({ seed, url }: CommandContext, hold: boolean, domain: string | undefined): Promise<number> {
+  // With perServer the queues are servers ('@<address>'), found as the crawl goes: the queue says whether it has one.
+  if (seed.perServer && domain !== undefined && !domain.startsWith('@')) {
+    throw new UsageError(`${seed.arena} keeps its limits per server (perServer): hold a server's queue, @<address> as weir status lists them, not ${domain}`);
+  }
   // (An outward crawl's domains are its queues, found as it goes: the queue says whether it has one.)
-  if (domain !== undefined && !Object.hasOwn(seed.rateLimits, domain) && !seed.otherDomains) {
+  if (domain !== undefined && !seed.perServer && !Object.hasOwn(seed.rateLimits, domain) && !seed.otherDomains) {
     throw new UsageError(`${domain} is not a domain of ${seed.arena} (domains: ${Object.keys(seed.rateLimits).join(', ')})`);
   }
   return withQueue(url, async (_redis, queue) => {

@@ -113,6 +113,12 @@ describe('weir CLI', () => {
     const r5 = await run(['hold', await writeSeed('holdtest'), 'toString', '--redis', world.server.url]);
     assert.equal(r5.code, 2);
     assert.match(r5.stderr, /toString is not a domain of holdtest/);
+    // With perServer the queues are servers: a domain name is bad usage, saying what to hold instead.
+    const perServer = join(world.dir, 'holdservers.yaml');
+    await writeFile(perServer, `${await readFile(await writeSeed('holdservers'), 'utf8')}perServer: true\n`);
+    const r5b = await run(['hold', perServer, 'a.test', '--redis', world.server.url]);
+    assert.equal(r5b.code, 2);
+    assert.match(r5b.stderr, /per server \(perServer\): hold a server's queue, @<address>/);
     const r6 = await run(['worker', await writeSeed('leasetest'), '--lease-ms', '40', '--redis', world.server.url]);
     assert.equal(r6.code, 2);
     assert.match(r6.stderr, /--lease-ms must be at least 1000/);
@@ -130,7 +136,7 @@ describe('weir CLI', () => {
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /1 start URLs enqueued \(1 already seen\), 2 of 2 listed sitemaps\n$/);
     const again = await run(['kickoff', path, '--redis', world.server.url]);
-    assert.match(again.stdout, /0 start URLs enqueued \(2 already seen\), 0 of 2 listed sitemaps\n$/);
+    assert.match(again.stdout, /nothing new: every start URL was queued or seen before, 0 of 2 listed sitemaps\n$/);
   });
 
   it('weir crawl: kickoff, worker processes, a summary; run again on a drained arena, it says so', async () => {
