@@ -54,7 +54,8 @@ export function conditionalHeaders(visit: VisitRecord | null): Record<string, st
 function freshSeconds(res: VisitResponse): number {
   if (res.status < 200 || res.status >= 300) return 0;
   const policy = new CachePolicy({ url: res.url, method: 'GET', headers: {} }, { status: res.status, headers: res.headers }, { shared: false });
-  return policy.storable() ? Math.floor(policy.timeToLive() / 1000) : 0;
+  // (Rounded: the policy counts the response's age from when it was made, a millisecond or so ago.)
+  return policy.storable() ? Math.round(policy.timeToLive() / 1000) : 0;
 }
 
 /**
