@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { FairQueue, Lease, LeaseOutcome } from '../../queue/index.js';
 import type { DomainQuota, PageBudget } from './budget.js';
 import type { PauseNotes, QueuedUrl } from '../store/index.js';
-import type { CrawlMetrics, Tally } from '../counters/index.js';
+import type { CrawlMetrics, Tallies, Tally } from '../counters/index.js';
 import type { Outcome } from './outcome.js';
 import type { JsonlWriter, PageRecord } from '../output/index.js';
 
@@ -63,14 +63,8 @@ export class Settler {
     const { lease } = ctx;
     const { queue, tally } = this.deps;
     switch (outcome.kind) {
-      case 'commit': {
-        const r = await (committed ?? queue.commit(lease));
-        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
-        if (r === 'stale') return this.stale(ctx, 'commit');
-        tally.addAll(lease.queue, outcome.tallies);
-        this.write(ctx, outcome.record);
-        return outcome.page;
-      }
+      case 'commit':
+        return this.ended(ctx, await (committed ?? queue.commit(lease)), 'commit', outcome.tallies, outcome.record) && outcome.page;
       case 'retry':
         return this.retry(ctx, outcome);
       case 'release': {
@@ -80,29 +74,15 @@ export class Settler {
         if (r === 'ok') tally.add(lease.queue, 'released');
         return false;
       }
-      case 'fail': {
-        const r = await queue.fail(lease, outcome.reason);
-        this.leaseOutcome(r === 'ok' ? 'dead' : 'stale');
-        if (r === 'stale') return this.stale(ctx, 'fail');
-        tally.addAll(lease.queue, outcome.tallies);
-        this.write(ctx, outcome.record);
+      case 'fail':
+        this.ended(ctx, await queue.fail(lease, outcome.reason), 'fail', outcome.tallies, outcome.record);
         return false;
-      }
-      case 'revisit': {
-        const r = await queue.revisit(lease, { delayMs: outcome.delayMs, item: outcome.item });
-        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
-        if (r === 'stale') return this.stale(ctx, 'commit');
-        tally.addAll(lease.queue, outcome.tallies);
-        this.write(ctx, outcome.record);
-        return true;
-      }
-      case 'moved': {
-        const r = await queue.commit(lease);
-        this.leaseOutcome(r === 'ok' ? 'committed' : 'stale');
-        if (r === 'stale') return this.stale(ctx, 'commit');
-        tally.addAll(lease.queue, outcome.tallies);
+      case 'revisit':
+        return this.ended(ctx, await queue.revisit(lease, { delayMs: outcome.delayMs, item: outcome.item }), 'commit', outcome.tallies, outcome.record);
+      case 'moved':
+        // (Its output line comes from the server it moved to.)
+        this.ended(ctx, await queue.commit(lease), 'commit', outcome.tallies, null);
         return false;
-      }
       case 'pause':
         this.deps.pauses?.note(lease.queue, 'retry-after', await queue.pause(lease.arena, lease.queue, outcome.ms));
         this.deps.log?.info({ domain: lease.queue, reason: outcome.reason }, 'server asked to slow down: domain paused');
@@ -130,6 +110,15 @@ export class Settler {
   }
 
   /** The lease had expired: its URL went to another worker, which will record it. */
+  /** A lease ended for good by `call` (a commit, revisit or fail): when it took, its tallies and output line; whether it took. */
+  private ended(ctx: LeaseContext, r: LeaseOutcome, call: 'commit' | 'fail', tallies: Tallies, record: Partial<PageRecord> | null): boolean {
+    this.leaseOutcome(r !== 'ok' ? 'stale' : call === 'fail' ? 'dead' : 'committed');
+    if (r !== 'ok') return this.stale(ctx, call);
+    this.deps.tally.addAll(ctx.lease.queue, tallies);
+    if (record) this.write(ctx, record);
+    return true;
+  }
+
   private stale(ctx: LeaseContext, call: string): false {
     this.deps.tally.add(ctx.lease.queue, 'stale');
     this.deps.log?.warn({ url: ctx.item?.url, call }, 'lease had expired: another worker has this URL now (no output line, no page counted here)');

@@ -41,10 +41,11 @@ export class ServerRouter implements QueueRouter {
   }
 
   async regroup(batch: ByDomain): Promise<QueueGroup[]> {
-    const hosts = new Set<string>();
-    for (const list of batch.groups.values()) for (const q of list) hosts.add(new URL(q.url).hostname);
+    // (Each URL's host, parsed once: a page's links pass through here.)
+    const hostOf = new Map<QueuedUrl, string>();
+    for (const list of batch.groups.values()) for (const q of list) hostOf.set(q, new URL(q.url).hostname);
     const addressOf = new Map<string, string | null>();
-    const todo = [...hosts];
+    const todo = [...new Set(hostOf.values())];
     for (let i = 0; i < todo.length; i += RESOLVES_IN_FLIGHT) {
       const chunk = todo.slice(i, i + RESOLVES_IN_FLIGHT);
       const got = await Promise.all(chunk.map((h) => this.book.addressOf(h)));
@@ -55,7 +56,7 @@ export class ServerRouter implements QueueRouter {
     for (const [domain, list] of batch.groups) {
       const create = this.limitsOf(domain);
       for (const q of list) {
-        const address = addressOf.get(new URL(q.url).hostname) ?? null;
+        const address = addressOf.get(hostOf.get(q) as string) ?? null;
         const queue = address === null ? domain : serverQueue(address);
         const key = `${queue}\n${domain}`;
         const g = groups.get(key);
