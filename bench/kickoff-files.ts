@@ -1,16 +1,20 @@
 /**
  * Kickoff from start files (BENCH_PART=kickoff of npm run bench:crawl):
- * BENCH_KICKOFF_URLS (default 1,000,000) start URLs over 1,000 domains in
- * one gzipped file, kicked off by the built `weir kickoff` (dist/cli.js)
+ * BENCH_KICKOFF_URLS (n, default 1,000,000) start URLs in one gzipped file,
+ * over 1,000 domains inline, over n domains listed in a domain file (one
+ * URL each), and over n domains no list names (at defaultRate); each kicked off by the built `weir kickoff` (dist/cli.js)
  * under /usr/bin/time: URLs queued per second (wall), the process's peak
  * resident memory, and the same for a second kickoff of the same seed
  * (which finds every URL seen and queues nothing). One redis-server of its own.
  */
 import { execFile } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { gzipSync } from 'node:zlib';
+import { createGzip } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { FairQueue } from '../src/queue/index.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -28,28 +32,52 @@ async function kickoffTimed(cli: string, seedPath: string, redisUrl: string): Pr
   return { secs: Number(m?.[1]), rssMiB: Number(m?.[2]) / 1024, said: stdout.trim() };
 }
 
-export async function kickoffFileBenchmarks(out: Out, dir: string): Promise<void> {
-  const n = Number(process.env.BENCH_KICKOFF_URLS ?? 1_000_000);
-  const cli = builtCli();
-  const domain = (i: number): string => `www.site-${String(i % DOMAINS).padStart(4, '0')}.example`;
-  const lines: string[] = [];
-  for (let i = 0; i < n; i++) lines.push(`https://${domain(i)}/articles/${String(i).padStart(8, '0')}.html`);
-  const file = join(dir, 'start.txt.gz');
-  await writeFile(file, gzipSync(lines.join('\n')));
-  lines.length = 0;
-  const seedPath = join(dir, 'kickoff.yaml');
-  const rateLimits = Object.fromEntries(Array.from({ length: DOMAINS }, (_, d) => [domain(d), 1]));
-  await writeFile(seedPath, `arena: kickoff-bench\nrateLimits: ${JSON.stringify(rateLimits)}\nstartFiles: [start.txt.gz]\nbloom: { expectedUrls: ${Math.max(10_000_000, n * 2)} }\n`);
+/** Writes a gzipped file of `n` lines made by `line`, without holding them all as one string. */
+async function writeGzLines(file: string, n: number, line: (i: number) => string): Promise<void> {
+  const gz = createGzip();
+  const done = pipeline(gz, createWriteStream(file));
+  for (let i = 0; i < n; i += 10_000) {
+    const chunk: string[] = [];
+    for (let j = i; j < Math.min(n, i + 10_000); j++) chunk.push(line(j));
+    if (!gz.write(`${chunk.join('\n')}\n`)) await once(gz, 'drain');
+  }
+  gz.end();
+  await done;
+}
+
+/** One kickoff case: the seed written, kicked off twice against a Redis of its own. */
+async function kickoffCase(out: Out, cli: string, label: string, seedPath: string, arena: string, n: number): Promise<void> {
   const server = await startRedis();
   const redis = new Redis({ port: server.port, host: '127.0.0.1' });
   try {
     const first = await kickoffTimed(cli, seedPath, server.url);
-    const queued = (await new FairQueue(redis).stats('kickoff-bench')).queued;
-    out(`kickoff of ${n.toLocaleString('en-US')} start URLs from a gzipped file (${DOMAINS} domains)`, `${Math.round(n / first.secs).toLocaleString('en-US')} URLs/s`, `${first.secs.toFixed(1)} s wall, peak RSS ${first.rssMiB.toFixed(0)} MiB; ${queued.toLocaleString('en-US')} queued`);
+    const queued = (await new FairQueue(redis).stats(arena)).queued;
+    out(`kickoff of ${n.toLocaleString('en-US')} start URLs from a gzipped file (${label})`, `${Math.round(n / first.secs).toLocaleString('en-US')} URLs/s`, `${first.secs.toFixed(1)} s wall, peak RSS ${first.rssMiB.toFixed(0)} MiB; ${queued.toLocaleString('en-US')} queued`);
     const second = await kickoffTimed(cli, seedPath, server.url);
     out('the same kickoff again', `${Math.round(n / second.secs).toLocaleString('en-US')} URLs/s`, `${second.secs.toFixed(1)} s, peak RSS ${second.rssMiB.toFixed(0)} MiB; said: ${second.said}`);
   } finally {
     redis.disconnect();
     await server.destroy();
   }
+}
+
+export async function kickoffFileBenchmarks(out: Out, dir: string): Promise<void> {
+  const n = Number(process.env.BENCH_KICKOFF_URLS ?? 1_000_000);
+  const cli = builtCli();
+  const bloom = `bloom: { expectedUrls: ${Math.max(10_000_000, n * 2)} }`;
+  // 1,000 domains inline, n URLs over them.
+  const domain = (i: number): string => `www.site-${String(i % DOMAINS).padStart(4, '0')}.example`;
+  await writeGzLines(join(dir, 'start.txt.gz'), n, (i) => `https://${domain(i)}/articles/${String(i).padStart(8, '0')}.html`);
+  const rateLimits = Object.fromEntries(Array.from({ length: DOMAINS }, (_, d) => [domain(d), 1]));
+  await writeFile(join(dir, 'kickoff.yaml'), `arena: kickoff-bench\nrateLimits: ${JSON.stringify(rateLimits)}\nstartFiles: [start.txt.gz]\n${bloom}\n`);
+  await kickoffCase(out, cli, `${DOMAINS} domains inline`, join(dir, 'kickoff.yaml'), 'kickoff-bench', n);
+  // n domains, each listed in a domain file with its own rate, one URL each (a top-sites list).
+  const site = (i: number): string => `site-${String(i).padStart(7, '0')}.example`;
+  await writeGzLines(join(dir, 'domains.csv.gz'), n, (i) => `${site(i)},${1 + (i % 4)},${1 + (i % 2)}`);
+  await writeGzLines(join(dir, 'tops.txt.gz'), n, (i) => `https://www.${site(i)}/`);
+  await writeFile(join(dir, 'tops.yaml'), `arena: kickoff-tops\ndomainFiles: [domains.csv.gz]\nstartFiles: [tops.txt.gz]\n${bloom}\n`);
+  await kickoffCase(out, cli, `${n.toLocaleString('en-US')} domains from a domain file`, join(dir, 'tops.yaml'), 'kickoff-tops', n);
+  // n domains no list names, each joining at defaultRate.
+  await writeFile(join(dir, 'defaults.yaml'), `arena: kickoff-defaults\ndefaultRate: 1\nstartFiles: [tops.txt.gz]\n${bloom}\n`);
+  await kickoffCase(out, cli, `${n.toLocaleString('en-US')} domains at defaultRate`, join(dir, 'defaults.yaml'), 'kickoff-defaults', n);
 }

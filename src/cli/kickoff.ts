@@ -16,11 +16,15 @@ export async function cmdKickoff({ seed, url, log }: CommandContext): Promise<nu
     await sayPlacement(redis, queue, seed.arena, log);
     const listed = Array.isArray(seed.sitemaps) ? `, ${r.sitemapsEnqueued} of ${seed.sitemaps.length} listed sitemaps` : '';
     for (const bad of r.files.examples) log.warn({ line: bad }, 'start file: a bad line, skipped');
+    for (const bad of r.domainFiles.examples) log.warn({ line: bad }, 'domain file: a bad line, skipped');
     const total = seed.start.length + r.files.urls;
     const enqueued = r.enqueued + r.files.enqueued;
     const files = seed.startFiles.length > 0 ? ` (${r.files.urls} from ${seed.startFiles.length} start file${seed.startFiles.length > 1 ? 's' : ''}${r.files.bad > 0 ? `, ${r.files.bad} bad lines skipped` : ''})` : '';
     const news = enqueued === 0 && total > 0 ? 'nothing new: every start URL was queued or seen before' : `${enqueued} start URLs enqueued (${total - enqueued} already seen)`;
-    process.stdout.write(`arena ${seed.arena}: ${Object.keys(seed.rateLimits).length} domains, ${news}${files}${listed}\n`);
+    const d = r.domainFiles;
+    const fromFiles = seed.domainFiles.length > 0 ? ` (${d.domains} from ${seed.domainFiles.length} domain file${seed.domainFiles.length > 1 ? 's' : ''}${d.bad > 0 ? `, ${d.bad} bad lines skipped` : ''})` : '';
+    const defaulted = d.defaulted > 0 ? `, ${d.defaulted} more at the default rate` : '';
+    process.stdout.write(`arena ${seed.arena}: ${Object.keys(seed.rateLimits).length + d.domains} domains${fromFiles}${defaulted}, ${news}${files}${listed}\n`);
     return EXIT.ok;
   } finally {
     await queue.close();

@@ -82,9 +82,9 @@ export async function main(argv: string[]): Promise<number> {
  * lanes those fill only costs a process's start-up and a JIT of its own
  * (one origin: 1.45× the CPU per page with 2 workers as with 1, no faster).
  */
-export function workersToFill(seed: Pick<Seed, 'rateLimits' | 'maxInFlightPerDomain'> & Partial<Pick<Seed, 'otherDomains'>>, concurrency: number, cores: number): number {
-  // (A crawl that follows other domains may have any number: one worker per core.)
-  if (seed.otherDomains) return Math.max(1, cores);
+export function workersToFill(seed: Pick<Seed, 'rateLimits' | 'maxInFlightPerDomain'> & Partial<Pick<Seed, 'otherDomains' | 'domainFiles' | 'defaultRate'>>, concurrency: number, cores: number): number {
+  // (A crawl that follows other domains, or lists its domains in files, may have any number: one worker per core.)
+  if (seed.otherDomains || (seed.domainFiles?.length ?? 0) > 0 || (seed.defaultRate ?? null) !== null) return Math.max(1, cores);
   const inFlight = Object.keys(seed.rateLimits).length * seed.maxInFlightPerDomain;
   return Math.max(1, Math.min(cores, Math.ceil(inFlight / concurrency)));
 }

@@ -2,10 +2,23 @@ import { FairQueue, type RedisClient } from '../queue/index.js';
 import { bloomParams, legacyBloomParams, type BloomParams } from './dedupe/index.js';
 import { crawlKeys, queuedUrl, type ArenaKeyMaker, type QueuedUrl } from './store/index.js';
 import { STARTED_AT_FIELD } from './counters/index.js';
-import { ByDomain, enqueueUrls, Scope, type QueueRouter } from './links/index.js';
+import { ByDomain, DomainList, enqueueUrls, Scope, type ListedLimits, type QueueRouter } from './links/index.js';
 import { guardedLookup, type LookupFunction } from './fetch/index.js';
 import { AddressBook, ServerRouter } from './servers/index.js';
-import { checkStartFile, START_FILE_LIMITS, startFileUrls, storableSeed, validateSeed, type Seed } from './seed/index.js';
+import { newDomainKey } from './urls/index.js';
+import {
+  checkLineFile,
+  domainLineJudge,
+  hasDomainList,
+  LINE_FILE_LIMITS,
+  lineFileValues,
+  SeedError,
+  startUrlJudge,
+  storableSeed,
+  validateSeed,
+  type LineFileCheck,
+  type Seed,
+} from './seed/index.js';
 
 export interface KickoffResult {
   /** Queues (domains) created now (with perServer, server queues are made by their first URLs instead: 0). */
@@ -16,6 +29,8 @@ export interface KickoffResult {
   sitemapsEnqueued: number;
   /** The seed's startFiles: URL lines in them, how many were new, bad lines skipped (the first few: "file:line: why"). */
   files: { urls: number; enqueued: number; bad: number; examples: string[] };
+  /** The seed's domainFiles: domains listed from them, bad lines skipped; and start URLs' domains listed now at defaultRate. */
+  domainFiles: { domains: number; bad: number; examples: string[]; defaulted: number };
   bloom: { bits: number; hashes: number };
 }
 
@@ -41,57 +56,142 @@ async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
   return stored.bits === legacy.bits && stored.hashes === legacy.hashes ? stored : now;
 }
 
-/** URLs of the seed (each inside one of its domains), grouped by domain. */
-function seedUrlsByDomain(scope: Scope, urls: readonly string[], make: (u: string) => QueuedUrl): ByDomain {
-  const batch = new ByDomain();
-  for (const u of urls) {
-    const domain = scope.domainOf(u);
-    if (domain) batch.add(domain, make(u));
-  }
-  return batch;
+/** Domain-list answers kickoff keeps (per generation): enough for the domains of a batch of start URLs and the next. */
+const KICKOFF_CACHE = 20_000;
+
+/** A start URL and its queue; `fresh`: a domain no list names, joining the crawl at the seed's defaultRate. */
+interface Placed {
+  url: string;
+  domain: string;
+  fresh: boolean;
 }
 
 /**
- * Seeds an arena: stores the seed, sets each domain's limits, sizes the
- * dedupe bitmap, enqueues the start URLs (once). With perServer, the start
- * URLs go to their servers' queues (`lookup` resolves their hosts: the
- * crawler's guarded DNS unless given), made with their domains' limits.
+ * Where start URLs go: the domain the seed lists them under (rateLimits or
+ * its domain list), else, with defaultRate, a domain of their own (keyed as
+ * otherDomains keys new ones); else nowhere (a bad line).
  */
-export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis), options: { lookup?: LookupFunction | undefined } = {}): Promise<KickoffResult> {
+function placer(scope: Scope, seed: Seed): (urls: string[]) => Promise<(Placed | { bad: string })[]> {
+  const keying = seed.otherDomains?.key ?? 'registrable';
+  return async (urls) => {
+    const domains = await Promise.all(urls.map((u) => scope.domainOf(u)));
+    return urls.map((url, i) => {
+      const domain = domains[i] ?? null;
+      if (domain !== null) return { url, domain, fresh: false };
+      if (seed.defaultRate !== null) return { url, domain: newDomainKey(new URL(url), keying), fresh: true };
+      return { bad: `${url.slice(0, 200)} is not inside any domain of rateLimits${seed.domainFiles.length > 0 ? ' or domainFiles' : ''}` };
+    });
+  };
+}
+
+/** The seed's inline list (start or sitemaps) placed; a URL with no place is an error naming it. */
+async function placeInline(field: string, urls: readonly string[], place: ReturnType<typeof placer>): Promise<Placed[]> {
+  const placed = await place([...urls]);
+  return placed.map((p, i) => {
+    if ('bad' in p) throw new SeedError(`${field}[${i}]`, p.bad);
+    return p;
+  });
+}
+
+/**
+ * What is written first: the shard count (another than the arena's is an
+ * error before anything else is written), the bitmap (an existing one of
+ * another size likewise), the seed, and when the crawl started (by Redis's
+ * clock, for achieved rates in status).
+ */
+async function prepareArena(redis: RedisClient, seed: Seed, queue: FairQueue): Promise<BloomParams> {
   const keys = crawlKeys(seed.arena, queue);
-  // Start files are read through first: one with too many bad lines is refused before anything is written.
-  const scope = new Scope(seed);
-  const inScope = (u: string): boolean => scope.domainOf(u) !== null;
-  const checks = [];
-  for (const file of seed.startFiles) checks.push(await checkStartFile(file, inScope));
-  // The shard count first: another than the arena's is an error before anything is written.
   await queue.fixShards(seed.arena, seed.shards ?? undefined);
-  // Limits and the bitmap first: an existing bitmap of another size is an error before anything else is written.
   const bloom = await dedupeFor(queue, seed);
   await queue.configureDedupe(seed.arena, bloom);
   await redis.set(keys.seed, JSON.stringify(storableSeed(seed)));
-  // When the crawl started, by Redis's clock (for achieved rates in status).
   const [sec, usec] = await redis.time();
   await redis.hsetnx(keys.stats, STARTED_AT_FIELD, String(Number(sec) * 1000 + Math.floor(Number(usec) / 1000)));
-  const limits = Object.fromEntries(
-    Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]),
-  );
-  const domainsCreated = seed.perServer ? 0 : await queue.setLimits(seed.arena, limits);
+  return bloom;
+}
+
+/** A domain file, a batch at a time: listed for the workers, and each domain's queue made (or set) with its limits. */
+async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed): Promise<{ domains: number; created: number }> {
+  let domains = 0;
+  let created = 0;
+  for await (const rows of lineFileValues('domainFiles', file.file, domainLineJudge(seed.maxInFlightPerDomain))) {
+    await list.put(rows);
+    if (!seed.perServer) created += await queue.setLimits(seed.arena, Object.fromEntries(rows.map((r) => [r.key, { rate: r.rate, maxInFlight: r.maxInFlight }])));
+    domains += rows.length;
+  }
+  return { domains, created };
+}
+
+/**
+ * Seeds an arena: stores the seed, sets each domain's limits (inline and
+ * from domain files), sizes the dedupe bitmap, enqueues the start URLs
+ * (once). With perServer, the start URLs go to their servers' queues
+ * (`lookup` resolves their hosts: the crawler's guarded DNS unless given),
+ * made with their domains' limits. A file with too many bad lines is
+ * refused before anything is queued (a domain file: before anything is written).
+ */
+export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis), options: { lookup?: LookupFunction | undefined } = {}): Promise<KickoffResult> {
+  const keys = crawlKeys(seed.arena, queue);
+  const list = hasDomainList(seed) ? new DomainList(redis, keys.domainList, KICKOFF_CACHE) : null;
+  const scope = new Scope(seed, list);
+  const domainChecks: LineFileCheck[] = [];
+  for (const file of seed.domainFiles) domainChecks.push(await checkLineFile('domainFiles', file, domainLineJudge(seed.maxInFlightPerDomain), 'domain,rate[,maxInFlight] lines'));
+  // Without domain lists, start files are read through before anything is written too.
+  const place = placer(scope, seed);
+  const startJudge = startUrlJudge(place);
+  const startChecks: LineFileCheck[] = [];
+  const checkStarts = async (): Promise<void> => {
+    for (const file of seed.startFiles) startChecks.push(await checkLineFile('startFiles', file, startJudge, 'start URLs'));
+  };
+  if (!list) await checkStarts();
+  const bloom = await prepareArena(redis, seed, queue);
+  const limits = Object.fromEntries(Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]));
+  let domainsCreated = seed.perServer ? 0 : await queue.setLimits(seed.arena, limits);
+  const domainFiles = { domains: 0, bad: 0, examples: domainChecks.flatMap((c) => c.examples).slice(0, LINE_FILE_LIMITS.examples), defaulted: 0 };
+  for (const c of domainChecks) {
+    const listed = await listDomains(c, list as DomainList, queue, seed);
+    domainsCreated += listed.created;
+    domainFiles.domains += listed.domains;
+    domainFiles.bad += c.bad;
+  }
+  // Start URLs are placed among the lists: checked now, before anything is queued.
+  if (list) await checkStarts();
+  const start = await placeInline('start', seed.start, place);
+  const sitemaps = await placeInline('sitemaps', Array.isArray(seed.sitemaps) ? seed.sitemaps : [], place);
   const router: QueueRouter | undefined = seed.perServer
     ? new ServerRouter(new AddressBook(redis, keys.addresses, options.lookup ?? guardedLookup(seed.allowPrivateNetworks)), scope)
     : undefined;
+  const defaults: ListedLimits | undefined = seed.defaultRate === null ? undefined : { rate: seed.defaultRate, maxInFlight: seed.maxInFlightPerDomain };
   // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  const bands = { priorityDepth: seed.priorityDepth, router };
-  const enqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, seed.start, (u) => queuedUrl(u)), bands);
+  const enqueue = async (placed: Placed[], make: (u: string) => QueuedUrl): Promise<number> => {
+    const batch = new ByDomain();
+    const fresh = new Set<string>();
+    for (const p of placed) {
+      batch.add(p.domain, make(p.url), p.fresh);
+      if (p.fresh) fresh.add(p.domain);
+    }
+    if (fresh.size > 0 && list && defaults) {
+      // Listed before their URLs are queued, so a worker taking one finds its domain.
+      domainFiles.defaulted += await list.put([...fresh].map((key) => ({ key, ...defaults })), true);
+    }
+    return enqueueUrls(queue, seed.arena, bloom, batch, { priorityDepth: seed.priorityDepth, router, otherLimits: defaults });
+  };
+  const enqueued = await enqueue(start, (u) => queuedUrl(u));
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
-  const sitemaps = Array.isArray(seed.sitemaps) ? seed.sitemaps : [];
-  const sitemapsEnqueued = await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 })), bands);
+  const sitemapsEnqueued = await enqueue(sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 }));
   // Then queued as they stream, a batch at a time (a second kickoff finds them seen: the Bloom filter).
-  const files = { urls: 0, enqueued: 0, bad: 0, examples: checks.flatMap((c) => c.examples).slice(0, START_FILE_LIMITS.examples) };
-  for (const c of checks) {
+  const files = { urls: 0, enqueued: 0, bad: 0, examples: startChecks.flatMap((c) => c.examples).slice(0, LINE_FILE_LIMITS.examples) };
+  for (const c of startChecks) {
     files.urls += c.lines - c.bad;
     files.bad += c.bad;
-    for await (const batch of startFileUrls(c.file, inScope)) files.enqueued += await enqueueUrls(queue, seed.arena, bloom, seedUrlsByDomain(scope, batch, (u) => queuedUrl(u)), bands);
+    // One batch is queued while the next is read and placed: Redis and this process work at once.
+    let queuing = Promise.resolve(0);
+    for await (const batch of lineFileValues('startFiles', c.file, startJudge)) {
+      files.enqueued += await queuing;
+      queuing = enqueue(batch, (u) => queuedUrl(u));
+      queuing.catch(() => undefined);
+    }
+    files.enqueued += await queuing;
   }
-  return { domainsCreated, enqueued, sitemapsEnqueued, bloom, files };
+  return { domainsCreated, enqueued, sitemapsEnqueued, bloom, files, domainFiles };
 }

@@ -9,10 +9,10 @@ import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
 import { Fetcher, guardedLookup } from './fetch/index.js';
 import { commit, DomainQuota, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, SitePace, type LeaseContext, type Outcome } from './lease/index.js';
-import { LinkFollower, Scope } from './links/index.js';
+import { DomainList, LinkFollower, Scope } from './links/index.js';
 import { WarcWriter } from './output/index.js';
 import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
-import type { Seed } from './seed/index.js';
+import { hasDomainList, type Seed } from './seed/index.js';
 import { crawlKeys, decodeItem, DomainClaims, noteFault, PauseNotes, type CrawlKeys, type QueuedUrl } from './store/index.js';
 import { AddressBook, isServerQueue, ServerRouter } from './servers/index.js';
 import { Revisits } from './revisit/index.js';
@@ -83,7 +83,7 @@ export class CrawlWorker {
       );
     });
     this.archive = options.warc ? new WarcWriter({ ...options.warc, arena: seed.arena, userAgent: seed.userAgent }) : undefined;
-    const scope = new Scope(seed);
+    const scope = new Scope(seed, hasDomainList(seed) ? new DomainList(redis, this.keys.domainList) : null);
     this.scope = scope;
     const lookup = options.lookup ?? guardedLookup(seed.allowPrivateNetworks);
     const book = seed.perServer ? new AddressBook(redis, this.keys.addresses, lookup, options.addressTtlMs) : undefined;
@@ -270,7 +270,7 @@ export class CrawlWorker {
     const moved = await this.relocated(lease, item);
     if (moved) return moved;
     // (A server's queue holds several domains: the URL's is its output line's, and its quota's.)
-    if (isServerQueue(lease.queue)) ctx.domain = this.scope.queueOf(item.url) ?? undefined;
+    if (isServerQueue(lease.queue)) ctx.domain = (await this.scope.queueOf(item.url)) ?? undefined;
     const url = new URL(item.url);
     const robots = await this.gate.check(url);
     switch (robots.kind) {
@@ -320,7 +320,7 @@ export class CrawlWorker {
     if (!this.servers || !isServerQueue(lease.queue)) return null;
     const now = await this.servers.queueOf(item.url);
     if (now === null || now === lease.queue) return null;
-    const create = this.servers.limitsOf(this.scope.queueOf(item.url) ?? lease.queue);
+    const create = await this.servers.limitsOf((await this.scope.queueOf(item.url)) ?? lease.queue);
     await this.queue.enqueue(this.seed.arena, now, [lease.item], { ...(create ? { create, lower: true } : {}), front: true });
     this.log?.info({ url: item.url, from: lease.queue, to: now }, "host's address changed: URL queued for its new server");
     return { kind: 'moved', tallies: [['addressMoves', 1]] };

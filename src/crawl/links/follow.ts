@@ -8,7 +8,7 @@ import { ByDomain, enqueueUrls, type QueueRouter } from './enqueue.js';
 import { extractLinksAsync, headerNofollow } from './extract.js';
 import { normalizeToUrl, normalizeUrl } from '../urls/index.js';
 import type { Tallies } from '../counters/index.js';
-import type { Scope } from './scope.js';
+import type { Scope, ScopeDecision } from './scope.js';
 import type { Seed } from '../seed/index.js';
 import { SITEMAP_LIMITS, type SitemapEntry } from './sitemap.js';
 import type { OnPage } from './on-page.js';
@@ -127,8 +127,11 @@ export class LinkFollower {
     const byDomain = new ByDomain();
     let localHits = 0;
     if (this.withinDepth(depth)) {
-      for (const [n, u] of seen) {
-        const d = this.scope.decide(n, u);
+      // (Decided together: any domain-list lookups go to Redis as one call.)
+      const links = [...seen];
+      const decisions = await Promise.all(links.map(([n, u]) => this.scope.decide(n, u)));
+      for (const [i, [n]] of links.entries()) {
+        const d = decisions[i] as ScopeDecision;
         if (!d.ok) continue;
         if (this.localSeen.has(n)) localHits++;
         else byDomain.add(d.domain, queuedUrl(n, { depth, referrer: item.url }), d.other);
@@ -165,7 +168,7 @@ export class LinkFollower {
     if (!target) return { target, error: 'redirect to a malformed or non-http URL', tallies: [['malformed', 1]] };
     if (item.hops + 1 > this.seed.maxRedirects) return { target, error: `more than ${this.seed.maxRedirects} redirects`, tallies: [] };
     // A sitemap's redirect leads to a sitemap: only its domain is in question.
-    const d = item.sitemapLevel !== null ? this.scope.decideDomain(target) : this.scope.decide(target);
+    const d = await (item.sitemapLevel !== null ? this.scope.decideDomain(target) : this.scope.decide(target));
     if (!d.ok) return { target, error: `redirect target ${d.reason}`, tallies: [] };
     const batch = new ByDomain();
     // A sitemap's host vouches for where it sends its reader (one voucher is kept: the first).
@@ -189,10 +192,15 @@ export class LinkFollower {
     if (from.level > SITEMAP_LIMITS.maxNesting || !this.withinDepth(from.depth)) return { enqueued: 0, ignored: locs.length };
     const wanted = new Map<string, { domain: string; other: boolean; item: QueuedUrl }>();
     const base = new URL(from.base);
+    const listed = new Map<string, URL>();
     for (const loc of locs) {
       const u = normalizeToUrl(loc, base);
-      const d = u && !wanted.has(u.href) && (from.hosts === null || from.hosts.includes(u.host)) ? this.scope.decideDomain(u.href, u) : null;
-      if (u && d?.ok) wanted.set(u.href, { domain: d.domain, other: d.other, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
+      if (u && !listed.has(u.href) && (from.hosts === null || from.hosts.includes(u.host))) listed.set(u.href, u);
+    }
+    const decisions = await Promise.all([...listed].map(([href, u]) => this.scope.decideDomain(href, u)));
+    for (const [i, href] of [...listed.keys()].entries()) {
+      const d = decisions[i] as ScopeDecision;
+      if (d.ok) wanted.set(href, { domain: d.domain, other: d.other, item: queuedUrl(href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
     }
     // Those the dedupe filter had seen (read already, or queued) cost nothing:
     // their places go back, and to the next ones listed (a few rounds at most).
@@ -223,15 +231,17 @@ export class LinkFollower {
     const base = new URL(sitemap.url);
     const hosts = sitemapHosts(sitemap);
     let ignored = 0;
+    const kept: [URL, SitemapEntry][] = [];
     for (const e of entries) {
       const u = normalizeToUrl(e.loc, base);
       if (!u || seen.has(u.href)) continue;
       seen.add(u.href);
-      if (!hosts.includes(u.host)) {
-        ignored++;
-        continue;
-      }
-      const d = this.scope.decide(u.href, u);
+      if (hosts.includes(u.host)) kept.push([u, e]);
+      else ignored++;
+    }
+    const decisions = await Promise.all(kept.map(([u]) => this.scope.decide(u.href, u)));
+    for (const [i, [u, e]] of kept.entries()) {
+      const d = decisions[i] as ScopeDecision;
       if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { depth: sitemap.depth, referrer: sitemap.url, lastmod: e.lastmod ?? null }), d.other);
     }
     const { candidates, enqueued } = await this.enqueueGrouped(byDomain);

@@ -1,4 +1,5 @@
 /** From a fetched page to queued URLs: extraction, scope, dedupe, sitemaps, and the user's onPage hook. */
+export * from './domain-list.js';
 export * from './enqueue.js';
 export * from './extract.js';
 export * from './follow.js';

@@ -1,14 +1,18 @@
 import { DomainMatcher, parseDomainKey, type DomainKey, compileUrlPattern, newDomainKey, type UrlPattern } from '../urls/index.js';
 import type { OtherDomains, Seed, SeedRate } from '../seed/index.js';
+import type { DomainList } from './domain-list.js';
 
 /** In scope: the domain key (queue) it goes to, and whether that is a domain the seed does not list (otherDomains). */
 export type ScopeDecision = { ok: true; domain: string; other: boolean } | { ok: false; reason: 'out-of-scope' | 'excluded' | 'not-included' };
 
 /**
  * Which URLs a crawl follows and which queue (domain key) each goes to:
- * inside a rateLimits domain (or, when the seed follows other domains, any
- * http(s) URL, keyed by otherDomains.key), matching an include pattern
- * (when there are any) and no exclude pattern.
+ * inside a domain the seed lists — a rateLimits key, or one of its domain
+ * list held in Redis (domain-list.ts) — (or, when the seed follows other
+ * domains, any http(s) URL, keyed by otherDomains.key), matching an include
+ * pattern (when there are any) and no exclude pattern. Asynchronous because
+ * a listed domain may have to be looked up: decide a page's links together
+ * (Promise.all) and their lookups go to Redis as one call.
  */
 export class Scope {
   private readonly matcher: DomainMatcher;
@@ -19,7 +23,11 @@ export class Scope {
   private readonly rateLimits: Record<string, SeedRate>;
   private readonly maxInFlightPerDomain: number;
 
-  constructor(seed: Pick<Seed, 'rateLimits' | 'include' | 'exclude'> & Partial<Pick<Seed, 'otherDomains' | 'maxInFlightPerDomain'>>) {
+  constructor(
+    seed: Pick<Seed, 'rateLimits' | 'include' | 'exclude'> & Partial<Pick<Seed, 'otherDomains' | 'maxInFlightPerDomain'>>,
+    /** The seed's domain list (domainFiles, defaultRate); null when it has none. */
+    private readonly list: DomainList | null = null,
+  ) {
     this.other = seed.otherDomains ?? null;
     this.rateLimits = seed.rateLimits;
     this.maxInFlightPerDomain = seed.maxInFlightPerDomain ?? 0;
@@ -29,14 +37,18 @@ export class Scope {
     this.exclude = seed.exclude.map(compileUrlPattern);
   }
 
-  /** The seeded domain key (queue) of a normalized URL, ignoring include/exclude; null when outside every domain the seed lists. */
-  domainOf(url: string): string | null {
-    return this.matcher.match(new URL(url))?.key ?? null;
+  /** The domain key (queue) of a normalized URL among those the seed lists, ignoring include/exclude; null when outside them. */
+  async domainOf(url: string, parsed: URL = new URL(url)): Promise<string | null> {
+    const inline = this.matcher.match(parsed)?.key ?? null;
+    if (!this.list) return inline;
+    // The longest key wins, as among rateLimits keys (the seed's own on a tie).
+    const listed = (await this.list.match(parsed))?.key ?? null;
+    return listed !== null && (inline === null || listed.length > inline.length) ? listed : inline;
   }
 
   /** The domain key (queue) of a normalized URL, the seed's or a new one, ignoring include/exclude; null when out of scope. */
-  queueOf(url: string): string | null {
-    const d = this.decideDomain(url);
+  async queueOf(url: string): Promise<string | null> {
+    const d = await this.decideDomain(url);
     return d.ok ? d.domain : null;
   }
 
@@ -44,23 +56,25 @@ export class Scope {
    * The limits a domain's queue is made with: the seed's for the domains it
    * lists, otherDomains' for the others (null when it follows none).
    */
-  limitsOf(domain: string): { rate: SeedRate; maxInFlight: number } | null {
+  async limitsOf(domain: string): Promise<{ rate: SeedRate; maxInFlight: number } | null> {
     const seeded = Object.hasOwn(this.rateLimits, domain) ? this.rateLimits[domain] : undefined;
     if (seeded !== undefined) return { rate: seeded, maxInFlight: this.maxInFlightPerDomain };
+    const listed = this.list ? await this.list.limitsOf(domain) : null;
+    if (listed) return listed;
     return this.other && { rate: this.other.rate, maxInFlight: this.other.maxInFlight };
   }
 
   /** Inside a crawl domain, include/exclude not asked (they are for pages: a sitemap's URL passes on its domain alone). */
-  decideDomain(url: string, parsed: URL = new URL(url)): ScopeDecision {
-    const key = this.matcher.match(parsed);
-    if (key) return { ok: true, domain: key.key, other: false };
+  async decideDomain(url: string, parsed: URL = new URL(url)): Promise<ScopeDecision> {
+    const key = await this.domainOf(url, parsed);
+    if (key !== null) return { ok: true, domain: key, other: false };
     if (this.other) return { ok: true, domain: newDomainKey(parsed, this.other.key), other: true };
     return { ok: false, reason: 'out-of-scope' };
   }
 
   /** `url` must already be normalized (pass the parsed URL when you have it). */
-  decide(url: string, parsed: URL = new URL(url)): ScopeDecision {
-    const inDomain = this.decideDomain(url, parsed);
+  async decide(url: string, parsed: URL = new URL(url)): Promise<ScopeDecision> {
+    const inDomain = await this.decideDomain(url, parsed);
     if (!inDomain.ok) return inDomain;
     if (this.exclude.some((r) => r.test(url))) return { ok: false, reason: 'excluded' };
     if (this.include.length > 0 && !this.include.some((r) => r.test(url))) return { ok: false, reason: 'not-included' };

@@ -106,7 +106,7 @@ export class RobotsFetcher {
     const { redis, keys, seed, scope, queue } = this.deps;
     await redis.hset(keys.crawlDelays, origin, String(delaySeconds));
     if (isServerQueue(domain)) {
-      const own = scope.limitsOf(scope.queueOf(`${origin}/`) ?? '');
+      const own = await scope.limitsOf((await scope.queueOf(`${origin}/`)) ?? '');
       if (own === null) return;
       const byDelay = Math.min(LIMITS.maxRate, 1 / delaySeconds);
       const rate = own.rate === 'unlimited' ? byDelay : Math.min(own.rate, byDelay);
@@ -114,14 +114,14 @@ export class RobotsFetcher {
       this.deps.log?.info({ domain, origin, crawlDelay: delaySeconds }, 'Crawl-delay applied to its server');
       return;
     }
-    const configured = scope.limitsOf(domain);
+    const configured = await scope.limitsOf(domain);
     if (configured === null) return;
     // Recompute from every origin's delay, and again if another worker added one meanwhile.
     for (let i = 0; i < 3; i++) {
       const all = await redis.hgetall(keys.crawlDelays);
-      const delays = Object.entries(all)
-        .filter(([o]) => scope.queueOf(`${o}/`) === domain)
-        .map(([, d]) => Number(d));
+      const entries = Object.entries(all);
+      const queues = await Promise.all(entries.map(([o]) => scope.queueOf(`${o}/`)));
+      const delays = entries.filter((_, i) => queues[i] === domain).map(([, d]) => Number(d));
       // A tiny Crawl-delay (0.0000000001) must not ask for more than the queue can keep.
       const byDelay = Math.min(LIMITS.maxRate, 1 / Math.max(...delays));
       const rate = configured.rate === 'unlimited' ? byDelay : Math.min(configured.rate, byDelay);

@@ -3,75 +3,16 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { LIMITS, validateArenaName } from '../../queue/index.js';
 import { bloomParams, maxBloomItems, MAX_BLOOM_BITS } from '../dedupe/index.js';
-import { parseDomainKey, DomainMatcher, type DomainKey, normalizeUrl, compileUrlPattern, type NewDomainKeying } from '../urls/index.js';
+import { parseDomainKey, DomainMatcher, type DomainKey, normalizeUrl, compileUrlPattern } from '../urls/index.js';
 import { duplicateJsonKey, MAX_SEED_BYTES, shown } from './text.js';
 import { bool, int, isRecord, nullable, optional, SeedError } from './checks.js';
 
+import { SEED_DEFAULTS } from './defaults.js';
+import { adaptivePaceOf, otherDomainsOf, rateOf, revisitOf, type AdaptivePace, type OtherDomains, type RevisitPolicy, type SeedRate } from './policies.js';
+
 export { SeedError } from './checks.js';
-
-/** Documented defaults of the optional seed fields. */
-export const SEED_DEFAULTS = {
-  userAgent: 'weir/0.1 (+https://www.npmjs.com/package/weir)',
-  maxInFlightPerDomain: 2,
-  allowPrivateNetworks: false,
-  respectNofollow: true,
-  bloom: { expectedUrls: 10_000_000, falsePositiveRate: 0.000001 },
-  /** Whole-request deadline: connect, headers and body together. */
-  requestTimeoutMs: 30_000,
-  /** Most bytes of a body, counted after decompression. */
-  maxBodyBytes: 10 * 1024 * 1024,
-  /** Redirect hops followed from one URL (each hop is a new queued URL). */
-  maxRedirects: 10,
-  /** Sitemaps: true reads those robots.txt lists; a list adds these; false reads none. */
-  sitemaps: true,
-  /**
-   * Sitemaps queued from robots.txt lines and index files, the crawl's
-   * whole budget for them (each index of 3 levels may list 50,000 more).
-   */
-  maxSitemaps: 1000,
-  /** Links to domains rateLimits does not name: followed with these when otherDomains is 'follow' or a mapping. */
-  otherDomains: { key: 'registrable', rate: 1, maxInFlight: 1, maxDomains: 1000 },
-  /** A pace learned from each site (adaptivePace: true, or a mapping of these). */
-  adaptivePace: { delayFactor: 2, maxDelayMs: 30_000 },
-  /** Revisits (revisit: true, or a mapping of these): intervals in seconds. */
-  revisit: { minIntervalSeconds: 3600, initialIntervalSeconds: 86_400, maxIntervalSeconds: 30 * 86_400, maxUrls: 1_000_000, goneAfter: 3 },
-} as const;
-
-/** Each page fetched again on a schedule of its own (revisit/schedule.ts states the rule). */
-export interface RevisitPolicy {
-  /** The shortest time between two visits of a URL. */
-  minIntervalSeconds: number;
-  /** The time from a URL's first visit to its second (a cache lifetime the site gives may lengthen it). */
-  initialIntervalSeconds: number;
-  /** The longest time between two visits. */
-  maxIntervalSeconds: number;
-  /** URLs kept for revisits at most, across every worker; a page past that is visited once, and counted. */
-  maxUrls: number;
-  /** A page answering 404 or 410 after it had been there is visited this many more times, then dropped, and counted. */
-  goneAfter: number;
-}
-
-/** A pace learned from each site's response times and errors, shared by every worker (lua/pace.lua states the rule). */
-export interface AdaptivePace {
-  /** The target interval between requests is this × the site's smoothed response time. */
-  delayFactor: number;
-  /** The slowest the pace may become: this many ms between requests. */
-  maxDelayMs: number;
-}
-
-/** How a crawl treats links to domains its rateLimits does not name: null ignores them. */
-export interface OtherDomains {
-  /** The politeness unit of a new domain: its host, or its registrable domain (eTLD+1). */
-  key: NewDomainKeying;
-  /** Requests per second to each new domain (robots.txt's Crawl-delay may slow one further). */
-  rate: SeedRate;
-  /** Fetches of one new domain in flight at once. */
-  maxInFlight: number;
-  /** Most new domains the crawl creates, across every worker; links to more are dropped and counted. */
-  maxDomains: number;
-}
-
-export type SeedRate = number | 'unlimited';
+export { SEED_DEFAULTS } from './defaults.js';
+export type { AdaptivePace, OtherDomains, RevisitPolicy, SeedRate } from './policies.js';
 
 /** A validated seed file. */
 export interface Seed {
@@ -87,6 +28,19 @@ export interface Seed {
    * folder. With these, `start` may be left out.
    */
   startFiles: string[];
+  /**
+   * Files of per-domain limits, `domain,rate[,maxInFlight]` a line (gzip
+   * allowed), read by kickoff as they stream (seed/domain-files.ts) into the
+   * arena's domain list, which workers consult through Redis (links/domain-list.ts):
+   * a crawl of 10^6 domains need not be written inline.
+   */
+  domainFiles: string[];
+  /**
+   * Start URLs on a domain no list names (rateLimits, domainFiles) join the
+   * crawl at this rate, keyed like otherDomains (registrable by default);
+   * null: such a start URL is an error.
+   */
+  defaultRate: SeedRate | null;
   maxDepth: number | null;
   maxPages: number | null;
   maxInFlightPerDomain: number;
@@ -138,13 +92,10 @@ export interface Seed {
 
 
 const KNOWN = new Set([
-  'arena', 'userAgent', 'rateLimits', 'start', 'startFiles', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
+  'arena', 'userAgent', 'rateLimits', 'start', 'startFiles', 'domainFiles', 'defaultRate', 'maxDepth', 'maxPages', 'maxInFlightPerDomain', 'include', 'exclude',
   'allowPrivateNetworks', 'respectNofollow', 'bloom', 'requestTimeoutMs', 'maxBodyBytes', 'maxRedirects', 'sitemaps', 'maxSitemaps', 'shards', 'sendMarginMs',
   'otherDomains', 'maxPagesPerDomain', 'adaptivePace', 'priorityDepth', 'perServer', 'revisit',
 ]);
-
-
-
 
 function regexList(field: string, v: unknown): string[] {
   if (v === undefined || v === null) return [];
@@ -186,14 +137,10 @@ function userAgentOf(v: unknown): { userAgent: string; productToken: string } {
   return { userAgent, productToken };
 }
 
-function rateOf(field: string, rate: unknown): SeedRate {
-  if (rate === 'unlimited') return 'unlimited';
-  if (typeof rate === 'number' && Number.isFinite(rate) && rate > 0 && rate >= 0.000001 && rate <= 10_000_000) return rate;
-  throw new SeedError(field, `must be requests per second (a number > 0, fractions allowed) or "unlimited", got ${shown(rate)}`);
-}
 
-function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; matcher: DomainMatcher } {
-  if (v === undefined) throw new SeedError('rateLimits', 'is required');
+function rateLimitsOf(v: unknown, listed: boolean): { rateLimits: Record<string, SeedRate>; matcher: DomainMatcher } {
+  if (v === undefined && listed) return { rateLimits: {}, matcher: new DomainMatcher([]) };
+  if (v === undefined) throw new SeedError('rateLimits', 'is required (or domainFiles, or defaultRate)');
   if (!isRecord(v)) throw new SeedError('rateLimits', 'must map domains to requests per second');
   const rateLimits: Record<string, SeedRate> = {};
   const keys: DomainKey[] = [];
@@ -205,33 +152,37 @@ function rateLimitsOf(v: unknown): { rateLimits: Record<string, SeedRate>; match
     rateLimits[key.key] = rateOf(field, rate);
     keys.push(key);
   }
-  if (keys.length === 0) throw new SeedError('rateLimits', 'must name at least one domain');
+  if (keys.length === 0 && !listed) throw new SeedError('rateLimits', 'must name at least one domain (or give domainFiles, or defaultRate)');
   return { rateLimits, matcher: new DomainMatcher(keys) };
 }
 
-/** One URL of a seed's list: absolute http(s), inside a domain of rateLimits; normalized. */
-function inDomainUrl(field: string, u: unknown, matcher: DomainMatcher): string {
+/**
+ * One URL of a seed's list: absolute http(s), inside a domain of rateLimits
+ * (null `matcher`: the seed has domain lists or a default rate, and kickoff
+ * checks its domain against them); normalized.
+ */
+function inDomainUrl(field: string, u: unknown, matcher: DomainMatcher | null): string {
   if (typeof u !== 'string') throw new SeedError(field, 'must be a URL string');
   const n = normalizeUrl(u);
   if (!n) throw new SeedError(field, `is not an absolute http(s) URL: ${JSON.stringify(u)}`);
-  if (!matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
+  if (matcher && !matcher.match(new URL(n))) throw new SeedError(field, `${n} is not inside any domain of rateLimits`);
   return n;
 }
 
-function startOf(v: unknown, matcher: DomainMatcher, files: string[]): string[] {
+function startOf(v: unknown, matcher: DomainMatcher | null, files: string[]): string[] {
   if (v === undefined && files.length > 0) return [];
   if (v === undefined) throw new SeedError('start', 'is required (or startFiles)');
   if (!Array.isArray(v) || (v.length === 0 && files.length === 0)) throw new SeedError('start', 'must be a non-empty list of URLs');
   return v.map((u, i) => inDomainUrl(`start[${i}]`, u, matcher));
 }
 
-function startFilesOf(v: unknown): string[] {
+function filesOf(field: string, v: unknown): string[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v) || v.some((f) => typeof f !== 'string' || f.trim() === '' || f.includes('\0'))) throw new SeedError('startFiles', `must be a list of file paths, got ${shown(v)}`);
+  if (!Array.isArray(v) || v.some((f) => typeof f !== 'string' || f.trim() === '' || f.includes('\0'))) throw new SeedError(field, `must be a list of file paths, got ${shown(v)}`);
   return v as string[];
 }
 
-function sitemapsOf(v: unknown, matcher: DomainMatcher): Seed['sitemaps'] {
+function sitemapsOf(v: unknown, matcher: DomainMatcher | null): Seed['sitemaps'] {
   if (v === undefined) return SEED_DEFAULTS.sitemaps;
   if (typeof v === 'boolean') return v;
   if (!Array.isArray(v)) throw new SeedError('sitemaps', `must be true, false or a list of sitemap URLs, got ${shown(v)}`);
@@ -260,74 +211,29 @@ function bloomOf(v: unknown, shards: number | null): Seed['bloom'] {
   return { expectedUrls, falsePositiveRate: fp };
 }
 
-const OTHER_DOMAIN_FIELDS = new Set(['key', 'rate', 'maxInFlight', 'maxDomains']);
-
-/** 'ignore' (the default), 'follow' (with the defaults), or a mapping of the fields to follow with. */
-function otherDomainsOf(v: unknown): OtherDomains | null {
-  if (v === undefined || v === null || v === 'ignore') return null;
-  const d = SEED_DEFAULTS.otherDomains;
-  if (v === 'follow') return { ...d };
-  if (!isRecord(v)) throw new SeedError('otherDomains', `must be "ignore", "follow" or a mapping of key, rate, maxInFlight and maxDomains (to follow with), got ${shown(v)}`);
-  for (const k of Object.keys(v)) if (!OTHER_DOMAIN_FIELDS.has(k)) throw new SeedError(`otherDomains.${k}`, `is not a known field (known: ${[...OTHER_DOMAIN_FIELDS].join(', ')})`);
-  const key = v.key ?? d.key;
-  if (key !== 'host' && key !== 'registrable') throw new SeedError('otherDomains.key', `must be "host" or "registrable", got ${shown(key)}`);
-  return {
-    key,
-    rate: v.rate === undefined ? d.rate : rateOf('otherDomains.rate', v.rate),
-    maxInFlight: optional(v.maxInFlight, d.maxInFlight, (x) => int('otherDomains.maxInFlight', x, 1, 10_000)),
-    maxDomains: optional(v.maxDomains, d.maxDomains, (x) => int('otherDomains.maxDomains', x, 1, 100_000_000)),
-  };
-}
-
-/** false or absent: off; true: the defaults; or a mapping of delayFactor and maxDelayMs. */
-function adaptivePaceOf(v: unknown): AdaptivePace | null {
-  if (v === undefined || v === null || v === false) return null;
-  const d = SEED_DEFAULTS.adaptivePace;
-  if (v === true) return { ...d };
-  if (!isRecord(v)) throw new SeedError('adaptivePace', `must be true, false or a mapping of delayFactor and maxDelayMs, got ${shown(v)}`);
-  for (const k of Object.keys(v)) if (k !== 'delayFactor' && k !== 'maxDelayMs') throw new SeedError(`adaptivePace.${k}`, 'is not a known field (known: delayFactor, maxDelayMs)');
-  const factor = v.delayFactor ?? d.delayFactor;
-  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 0 || factor > 1000) throw new SeedError('adaptivePace.delayFactor', `must be a number from 0 to 1000, got ${shown(factor)}`);
-  return { delayFactor: factor, maxDelayMs: optional(v.maxDelayMs, d.maxDelayMs, (x) => int('adaptivePace.maxDelayMs', x, 1, 86_400_000)) };
-}
-
-const REVISIT_FIELDS = ['minIntervalSeconds', 'initialIntervalSeconds', 'maxIntervalSeconds', 'maxUrls', 'goneAfter'] as const;
-
-/** false or absent: off; true: the defaults; or a mapping of REVISIT_FIELDS. */
-function revisitOf(v: unknown): RevisitPolicy | null {
-  if (v === undefined || v === null || v === false) return null;
-  const d = SEED_DEFAULTS.revisit;
-  if (v === true) return { ...d };
-  if (!isRecord(v)) throw new SeedError('revisit', `must be true, false or a mapping of ${REVISIT_FIELDS.join(', ')}, got ${shown(v)}`);
-  for (const k of Object.keys(v)) if (!(REVISIT_FIELDS as readonly string[]).includes(k)) throw new SeedError(`revisit.${k}`, `is not a known field (known: ${REVISIT_FIELDS.join(', ')})`);
-  const year = 365 * 86_400;
-  const min = optional(v.minIntervalSeconds, d.minIntervalSeconds, (x) => int('revisit.minIntervalSeconds', x, 1, year));
-  const max = optional(v.maxIntervalSeconds, Math.max(min, d.maxIntervalSeconds), (x) => int('revisit.maxIntervalSeconds', x, min, year));
-  const initial = optional(v.initialIntervalSeconds, Math.min(max, Math.max(min, d.initialIntervalSeconds)), (x) => int('revisit.initialIntervalSeconds', x, min, max));
-  return {
-    minIntervalSeconds: min,
-    initialIntervalSeconds: initial,
-    maxIntervalSeconds: max,
-    maxUrls: optional(v.maxUrls, d.maxUrls, (x) => int('revisit.maxUrls', x, 1, 10_000_000_000)),
-    goneAfter: optional(v.goneAfter, d.goneAfter, (x) => int('revisit.goneAfter', x, 0, 1000)),
-  };
-}
-
 
 /** Validates parsed seed data. Throws SeedError naming the field; never touches Redis. */
 export function validateSeed(data: unknown): Seed {
   if (!isRecord(data)) throw new SeedError('', 'must be a mapping (YAML) or an object (JSON) at the top level');
   for (const k of Object.keys(data)) if (!KNOWN.has(k)) throw new SeedError(k, `is not a known field (known: ${[...KNOWN].join(', ')})`);
   const arena = arenaOf(data.arena);
-  const { rateLimits, matcher } = rateLimitsOf(data.rateLimits);
+  const domainFiles = filesOf('domainFiles', data.domainFiles);
+  const defaultRate = data.defaultRate === undefined || data.defaultRate === null ? null : rateOf('defaultRate', data.defaultRate);
+  const listed = domainFiles.length > 0 || defaultRate !== null;
+  const { rateLimits, matcher } = rateLimitsOf(data.rateLimits, listed);
+  // With domain lists, a start URL's domain is known only to kickoff (which reads them).
+  const urlMatcher = listed ? null : matcher;
+  const startFiles = filesOf('startFiles', data.startFiles);
   const d = SEED_DEFAULTS;
   const shards = nullable(data.shards, (v) => int('shards', v, 1, LIMITS.maxShards));
   return {
     arena,
     ...userAgentOf(data.userAgent),
     rateLimits,
-    start: startOf(data.start, matcher, startFilesOf(data.startFiles)),
-    startFiles: startFilesOf(data.startFiles),
+    start: startOf(data.start, urlMatcher, startFiles),
+    startFiles,
+    domainFiles,
+    defaultRate,
     maxDepth: nullable(data.maxDepth, (v) => int('maxDepth', v, 0, 1_000_000)),
     maxPages: nullable(data.maxPages, (v) => int('maxPages', v, 1, Number.MAX_SAFE_INTEGER)),
     maxInFlightPerDomain: optional(data.maxInFlightPerDomain, d.maxInFlightPerDomain, (v) => int('maxInFlightPerDomain', v, 1, 10_000)),
@@ -339,7 +245,7 @@ export function validateSeed(data: unknown): Seed {
     requestTimeoutMs: optional(data.requestTimeoutMs, d.requestTimeoutMs, (v) => int('requestTimeoutMs', v, 100, 3_600_000)),
     maxBodyBytes: optional(data.maxBodyBytes, d.maxBodyBytes, (v) => int('maxBodyBytes', v, 1024, 1024 * 1024 * 1024)),
     maxRedirects: optional(data.maxRedirects, d.maxRedirects, (v) => int('maxRedirects', v, 0, 100)),
-    sitemaps: sitemapsOf(data.sitemaps, matcher),
+    sitemaps: sitemapsOf(data.sitemaps, urlMatcher),
     maxSitemaps: optional(data.maxSitemaps, d.maxSitemaps, (v) => int('maxSitemaps', v, 0, 10_000_000)),
     shards,
     sendMarginMs: nullable(data.sendMarginMs, (v) => int('sendMarginMs', v, 0, LIMITS.maxAheadMs)),
@@ -351,6 +257,9 @@ export function validateSeed(data: unknown): Seed {
     revisit: revisitOf(data.revisit),
   };
 }
+
+/** Whether the seed's domains are partly in a list kept in Redis (domainFiles, or start URLs' domains at defaultRate). */
+export const hasDomainList = (seed: Pick<Seed, 'domainFiles' | 'defaultRate'>): boolean => seed.domainFiles.length > 0 || seed.defaultRate !== null;
 
 /** The seed as stored in the arena: its fields without the derived ones (validateSeed reads it back). */
 export function storableSeed(seed: Seed): Record<string, unknown> {
@@ -385,6 +294,7 @@ export async function loadSeedFile(path: string): Promise<Seed> {
     throw new SeedError('', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   const seed = parseSeedText(text, path);
-  // (Start files are named from the seed file's folder, wherever weir runs.)
-  return { ...seed, startFiles: seed.startFiles.map((f) => resolve(dirname(path), f)) };
+  // (Start and domain files are named from the seed file's folder, wherever weir runs.)
+  const from = (f: string): string => resolve(dirname(path), f);
+  return { ...seed, startFiles: seed.startFiles.map(from), domainFiles: seed.domainFiles.map(from) };
 }

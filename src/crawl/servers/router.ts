@@ -35,8 +35,8 @@ export class ServerRouter implements QueueRouter {
   }
 
   /** The limits a URL of `domain` brings to its server's queue. */
-  limitsOf(domain: string): QueueLimit | undefined {
-    const l = this.scope.limitsOf(domain);
+  async limitsOf(domain: string): Promise<QueueLimit | undefined> {
+    const l = await this.scope.limitsOf(domain);
     return l ? { rate: l.rate, maxInFlight: l.maxInFlight } : undefined;
   }
 
@@ -54,7 +54,7 @@ export class ServerRouter implements QueueRouter {
     // One group per (queue, domain): each domain brings its own limits to the queue it shares.
     const groups = new Map<string, QueueGroup>();
     for (const [domain, list] of batch.groups) {
-      const create = this.limitsOf(domain);
+      const create = await this.limitsOf(domain);
       for (const q of list) {
         const address = addressOf.get(hostOf.get(q) as string) ?? null;
         const queue = address === null ? domain : serverQueue(address);

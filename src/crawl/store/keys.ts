@@ -34,6 +34,8 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     faults: k('faults'),
     /** Sitemaps queued from robots.txt and index files, against the seed's maxSitemaps (links/follow.ts). */
     sitemapBudget: k('sitemapbudget'),
+    /** Domains listed by the seed's domainFiles, and start URLs' domains given its defaultRate: field domain key, "<rate> <maxInFlight>" (links/domain-list.ts). */
+    domainList: k('domainlist'),
     /** Domains the seed does not list that links led to (a set), against otherDomains.maxDomains (store/domain-claims.ts). */
     otherDomains: k('otherdomains'),
     /** Pages fetched per domain (field: domain), against maxPagesPerDomain (lease/budget.ts). */

@@ -1,0 +1,128 @@
+/**
+ * Seed lists kept in files (start URLs, domain limits): read line by line as
+ * they stream, never whole, gunzipped when they start with gzip's magic
+ * bytes; each read twice by kickoff: a check pass that refuses a file with
+ * too many bad lines before anything is written, then the good lines a
+ * batch at a time.
+ */
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { SeedError } from './checks.js';
+
+/**
+ * A file may hold this share of bad lines (and at least `minTolerated` of
+ * them whatever its size) before it is refused whole; the first `examples`
+ * are named by file and line; lines are judged and handed on `batch` at a
+ * time; a line longer than `maxLineBytes` is bad.
+ */
+export const LINE_FILE_LIMITS = { maxBadShare: 0.01, minTolerated: 10, examples: 10, batch: 10_000, maxLineBytes: 8192 } as const;
+
+/** What a file holds, by a first read through it. */
+export interface LineFileCheck {
+  file: string;
+  /** Lines with content (blank lines and # comments left out). */
+  lines: number;
+  /** Of those, the ones that are not usable: skipped. */
+  bad: number;
+  /** "file:line: why", the first few. */
+  examples: string[];
+}
+
+/** A line's verdict: its value, why it is bad, or null for a line to pass over (a header). */
+export type Judged<T> = { value: T } | { bad: string } | null;
+
+/** Judges a batch of lines (trimmed, not blank, not comments), one verdict each in order. */
+export type LineJudge<T> = (lines: string[]) => Judged<T>[] | Promise<Judged<T>[]>;
+
+/** The file's lines, numbered from 1. */
+async function* numberedLines(field: string, file: string): AsyncGenerator<[number, string]> {
+  let gzip = false;
+  try {
+    const fh = await open(file, 'r');
+    try {
+      const head = Buffer.alloc(2);
+      const { bytesRead } = await fh.read(head, 0, 2, 0);
+      gzip = bytesRead === 2 && head[0] === 0x1f && head[1] === 0x8b;
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    throw new SeedError(field, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const raw = createReadStream(file, { highWaterMark: 256 * 1024 });
+  const input: Readable = gzip ? raw.pipe(createGunzip()) : raw;
+  raw.on('error', (err) => input.destroy(err));
+  let n = 0;
+  try {
+    for await (const line of createInterface({ input, crlfDelay: Infinity })) yield [++n, line];
+  } catch (err) {
+    throw new SeedError(field, `${file}: unreadable after line ${n}: ${(err as Error).message}`);
+  }
+}
+
+/** Each content line's number and verdict, LINE_FILE_LIMITS.batch lines at a time. */
+async function* judged<T>(field: string, file: string, judge: LineJudge<T>): AsyncGenerator<[number, Judged<T>][]> {
+  let numbers: number[] = [];
+  let texts: string[] = [];
+  const verdicts = async (): Promise<[number, Judged<T>][]> => {
+    const out: [number, Judged<T>][] = [];
+    const content: number[] = [];
+    const asked: string[] = [];
+    texts.forEach((t, i) => {
+      if (Buffer.byteLength(t) > LINE_FILE_LIMITS.maxLineBytes) out.push([numbers[i] as number, { bad: `longer than ${LINE_FILE_LIMITS.maxLineBytes} bytes` }]);
+      else {
+        content.push(numbers[i] as number);
+        asked.push(t);
+      }
+    });
+    const answers = await judge(asked);
+    content.forEach((n, i) => out.push([n, answers[i] ?? null]));
+    numbers = [];
+    texts = [];
+    return out.sort((a, b) => a[0] - b[0]);
+  };
+  for await (const [n, line] of numberedLines(field, file)) {
+    const t = line.trim();
+    if (t === '' || t.startsWith('#')) continue;
+    numbers.push(n);
+    texts.push(t);
+    if (texts.length >= LINE_FILE_LIMITS.batch) yield await verdicts();
+  }
+  if (texts.length > 0) yield await verdicts();
+}
+
+/**
+ * Reads a file through once, without writing anything: its content lines
+ * and its bad ones. Refuses it (SeedError naming the file and its first bad
+ * lines) when more are bad than LINE_FILE_LIMITS allows.
+ */
+export async function checkLineFile<T>(field: string, file: string, judge: LineJudge<T>, what: string): Promise<LineFileCheck> {
+  const check: LineFileCheck = { file, lines: 0, bad: 0, examples: [] };
+  for await (const batch of judged(field, file, judge)) {
+    for (const [n, v] of batch) {
+      if (v === null) continue;
+      check.lines++;
+      if ('bad' in v) {
+        check.bad++;
+        if (check.examples.length < LINE_FILE_LIMITS.examples) check.examples.push(`${file}:${n}: ${v.bad}`);
+      }
+    }
+  }
+  const tolerated = Math.max(LINE_FILE_LIMITS.minTolerated, Math.floor(check.lines * LINE_FILE_LIMITS.maxBadShare));
+  if (check.bad > tolerated) {
+    throw new SeedError(field, `${file}: ${check.bad} of ${check.lines} lines are not ${what} (at most ${tolerated} may be), nothing was queued; the first: ${check.examples.join('; ')}`);
+  }
+  return check;
+}
+
+/** The file's good lines' values, a batch at a time, in file order (bad lines skipped: checkLineFile counted them). */
+export async function* lineFileValues<T>(field: string, file: string, judge: LineJudge<T>): AsyncGenerator<T[]> {
+  for await (const batch of judged(field, file, judge)) {
+    const values: T[] = [];
+    for (const [, v] of batch) if (v !== null && 'value' in v) values.push(v.value);
+    if (values.length > 0) yield values;
+  }
+}

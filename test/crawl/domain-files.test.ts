@@ -1,0 +1,157 @@
+/**
+ * Domains listed in files (seed domainFiles, defaultRate): the list read as
+ * it streams into Redis, bad lines named by file and line, too many refused
+ * before anything is written; workers placing links through the list in
+ * Redis exactly as through inline rateLimits; and a crawl over 1,040 host
+ * names judged from the servers' own arrival logs: listed domains crawled at
+ * their listed rates, start URLs' unlisted domains at the default rate,
+ * links to any other domain not followed.
+ */
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, it } from 'node:test';
+import { kickoff } from '../../src/crawl/kickoff.js';
+import { runCrawl } from '../../src/crawl/run.js';
+import { DomainList, Scope } from '../../src/crawl/links/index.js';
+import { validateSeed } from '../../src/crawl/seed/index.js';
+import { DomainMatcher, parseDomainKey, type DomainKey } from '../../src/crawl/urls/index.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { HostWeb } from '../helpers/host-web.js';
+import { closestPair, requestTimes } from '../helpers/web.js';
+import { HOSTS, name, outLinks, page, SEEDS } from '../helpers/outward-web.js';
+import { useCrawlWorld } from '../helpers/world.js';
+
+const world = useCrawlWorld('domainfiles');
+
+/** A small deterministic generator (the property checks repeat exactly). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+describe('domain files', () => {
+  it('a list in Redis places URLs as the same keys inline would: parents, ports, IP addresses, longest key first (2,000 random URLs)', async () => {
+    const r = rng(7);
+    const labels = ['a', 'b', 'shop', 'www', 'x1', 'example', 'co'];
+    const host = (depth: number): string => Array.from({ length: depth }, () => labels[Math.floor(r() * labels.length)]).join('.');
+    const raw = new Set<string>(['127.0.0.1', '127.0.0.2:8080', '[::1]:9000', 'example.co', 'shop.example.co:8443']);
+    while (raw.size < 60) raw.add(`${host(1 + Math.floor(r() * 3))}${r() < 0.3 ? `:${[80, 443, 8080][Math.floor(r() * 3)]}` : ''}`);
+    const keys = [...raw].map((k) => parseDomainKey(k) as DomainKey);
+    const list = new DomainList(world.redis, 'weir:{domainfiles-prop}:domainlist');
+    await list.put(keys.map((k) => ({ key: k.key, rate: 5, maxInFlight: 1 })));
+    const inline = new DomainMatcher(keys);
+    const listed = new Scope({ rateLimits: {}, include: [], exclude: [] }, list);
+    const urls: URL[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const pick = r();
+      const h = pick < 0.05 ? '127.0.0.1' : pick < 0.1 ? '127.0.0.2' : pick < 0.12 ? '[::1]' : host(1 + Math.floor(r() * 5));
+      const port = r() < 0.5 ? '' : `:${[80, 443, 8080, 8443, 9000][Math.floor(r() * 5)]}`;
+      urls.push(new URL(`${r() < 0.5 ? 'http' : 'https'}://${h}${port}/p`));
+    }
+    // Decided together, as a page's links are: their lookups go to Redis as one call.
+    const got = await Promise.all(urls.map((u) => listed.domainOf(u.href, u)));
+    let matched = 0;
+    urls.forEach((u, i) => {
+      const want = inline.match(u)?.key ?? null;
+      const have = got[i] ?? null;
+      // (Two keys of one length can both take a URL, a tie either may win; never a shorter key.)
+      assert.equal(have?.length ?? null, want?.length ?? null, `${u.href}: inline ${want}, listed ${have}`);
+      if (have !== null) {
+        matched++;
+        assert.ok(keys.find((k) => k.key === have), `${have} is a listed key`);
+      }
+    });
+    assert.ok(matched > 300, `the check met listed keys often (${matched} of 2000)`);
+  });
+
+  it('kickoff: a gzipped list with a header and bad lines named by line, queues made with each limit; start URLs of unlisted domains at the default rate, or bad without one; again: nothing new', async () => {
+    const rows = ['domain,rate,maxInFlight', '# a comment'];
+    for (let i = 0; i < 5000; i++) rows.push(`d${i}.test,${i % 2 === 0 ? 2 : 'unlimited'}${i % 3 === 0 ? ',4' : ''}`);
+    rows.splice(100, 0, 'bad domain.test,1');
+    rows.splice(200, 0, 'd1.test,fast');
+    rows.splice(300, 0, 'd2.test');
+    const domains = join(world.dir, 'domains.csv.gz');
+    await writeFile(domains, gzipSync(rows.join('\n')));
+    const starts = join(world.dir, 'starts.txt');
+    await writeFile(starts, [...Array.from({ length: 5000 }, (_, i) => `http://www.d${i}.test/`), 'http://elsewhere.test/x', 'http://sub.elsewhere.test/y'].join('\n'));
+    const seed = validateSeed({ arena: 'domainfiles-kick', domainFiles: [domains], startFiles: [starts], defaultRate: 0.5, maxInFlightPerDomain: 2 });
+    const r = await kickoff(world.redis, seed);
+    assert.deepEqual([r.domainFiles.domains, r.domainFiles.bad, r.domainFiles.defaulted], [5000, 3, 1]);
+    assert.deepEqual(r.domainFiles.examples.map((e) => e.replace(`${domains}:`, '').split(':')[0]), ['101', '201', '301']);
+    assert.match(r.domainFiles.examples[1] ?? '', /rate must be requests per second/);
+    assert.deepEqual([r.files.urls, r.files.enqueued, r.domainsCreated], [5002, 5002, 5000]);
+    const queues = new Map((await new FairQueue(world.redis).allQueueStats('domainfiles-kick')).map((q) => [q.name, q]));
+    assert.equal(queues.size, 5001);
+    assert.deepEqual([queues.get('d0.test')?.rate, queues.get('d0.test')?.maxInFlight], [2, 4]);
+    assert.deepEqual([queues.get('d1.test')?.rate, queues.get('d1.test')?.maxInFlight], ['unlimited', 2]);
+    // elsewhere.test and sub.elsewhere.test: one registrable domain, at the default rate.
+    assert.deepEqual([queues.get('elsewhere.test')?.rate, queues.get('elsewhere.test')?.queued], [0.5, 2]);
+    const again = await kickoff(world.redis, seed);
+    assert.deepEqual([again.files.enqueued, again.enqueued], [0, 0], 'nothing new the second time');
+    // Without a default rate, a start URL no list names is a bad line (too many of them: refused).
+    const strict = validateSeed({ arena: 'domainfiles-strict', domainFiles: [domains], startFiles: [starts] });
+    const s = await kickoff(world.redis, strict);
+    assert.deepEqual([s.files.bad, s.files.enqueued], [2, 5000]);
+    assert.match(s.files.examples[0] ?? '', /:5001: http:\/\/elsewhere\.test\/x is not inside any domain of rateLimits or domainFiles/);
+  });
+
+  it('a list with too many bad lines is refused before anything is written; so is an inline start URL no list names', async () => {
+    const file = join(world.dir, 'bad.csv');
+    await writeFile(file, Array.from({ length: 100 }, (_, i) => (i % 4 === 0 ? `d${i}.test,-1` : `d${i}.test,1`)).join('\n'));
+    const seed = validateSeed({ arena: 'domainfiles-bad', domainFiles: [file], start: ['http://d1.test/'] });
+    await assert.rejects(kickoff(world.redis, seed), (e: Error & { code?: string; field?: string }) => {
+      assert.equal(e.code, 'WEIR_SEED');
+      assert.equal(e.field, 'domainFiles');
+      assert.match(e.message, /25 of 100 lines are not domain,rate\[,maxInFlight\] lines \(at most 10 may be\), nothing was queued; the first: .*bad\.csv:1: rate must be/);
+      return true;
+    });
+    assert.deepEqual(await world.redis.keys('*domainfiles-bad*'), [], 'nothing written');
+    await writeFile(file, 'd1.test,1\n');
+    const unlisted = validateSeed({ arena: 'domainfiles-unlisted', domainFiles: [file], start: ['http://d1.test/', 'http://d2.test/'] });
+    await assert.rejects(kickoff(world.redis, unlisted), /seed field start\[1\]: http:\/\/d2\.test\/ is not inside any domain of rateLimits or domainFiles/);
+    assert.equal((await new FairQueue(world.redis).stats('domainfiles-unlisted')).queued, 0, 'nothing queued');
+  });
+
+  it('a crawl of 1,040 host names: listed sites at their listed rates, start URLs of unlisted ones at the default rate, links to the rest not followed', async () => {
+    const web = await HostWeb.start({ names: Array.from({ length: HOSTS }, (_, i) => name(i)), addresses: 8, page });
+    try {
+      // Sites 0-519 listed (every 40th at 5/s, the rest at 10/s); 1030-1039 only in the start file.
+      const listed = Array.from({ length: 520 }, (_, i) => i);
+      const rateOf = (i: number): number => (i < 520 ? (i % 40 === 0 ? 5 : 10) : 8);
+      const domains = join(world.dir, 'web-domains.csv');
+      await writeFile(domains, listed.map((i) => `${name(i)},${rateOf(i)},1`).join('\n'));
+      const defaulted = Array.from({ length: 10 }, (_, k) => 1030 + k);
+      const starts = join(world.dir, 'web-starts.txt');
+      await writeFile(starts, [...Array.from({ length: SEEDS }, (_, i) => i), ...defaulted].map((i) => `${web.origin(name(i))}/`).join('\n'));
+      const seed = validateSeed({ arena: 'domainfiles-web', domainFiles: [domains], startFiles: [starts], defaultRate: 8, maxInFlightPerDomain: 1, allowPrivateNetworks: true });
+      await kickoff(world.redis, seed);
+      await runCrawl(world.redis, seed, { workers: 2, concurrency: 16, lookup: web.lookup() });
+      // The sites a crawl may reach: from the start URLs, along home-page links, only into listed or defaulted sites.
+      const allowed = new Set([...listed, ...defaulted]);
+      const want = new Set<number>();
+      const todo = [...Array.from({ length: SEEDS }, (_, i) => i), ...defaulted];
+      for (let i = todo.pop(); i !== undefined; i = todo.pop()) {
+        if (want.has(i)) continue;
+        want.add(i);
+        todo.push(...outLinks(i).filter((j) => allowed.has(j)));
+      }
+      assert.ok(want.size > 100, `the fixture reaches many sites (${want.size})`);
+      for (let i = 0; i < HOSTS; i++) {
+        const paths = web.pages(name(i)).map((a) => a.path).sort();
+        assert.deepEqual(paths, want.has(i) ? ['/', '/a', '/b'] : [], `${name(i)}: ${want.has(i) ? 'each page once' : 'never asked'}`);
+      }
+      for (const [host, log] of web.arrivals) {
+        const i = Number(/^site(\d+)\.test$/.exec(host)?.[1]);
+        const { gap, around } = closestPair(log);
+        assert.ok(gap >= 1000 / rateOf(i), `${host}: two requests ${gap.toFixed(1)} ms apart at ${rateOf(i)}/s: ${requestTimes(around, around[0]?.at ?? 0)}`);
+      }
+    } finally {
+      await web.close();
+    }
+  });
+});
