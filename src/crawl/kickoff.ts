@@ -17,6 +17,7 @@ import {
   storableSeed,
   validateSeed,
   type LineFileCheck,
+  type LineJudge,
   type Seed,
 } from './seed/index.js';
 
@@ -122,6 +123,19 @@ async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQue
   return { domains, created };
 }
 
+/** A start file's URLs queued a batch at a time, one batch queued while the next is read and placed (Redis and this process at work at once). */
+async function queueStartFile(file: string, judge: LineJudge<Placed>, enqueue: (batch: Placed[]) => Promise<number>): Promise<number> {
+  let enqueued = 0;
+  let queuing = Promise.resolve(0);
+  for await (const batch of lineFileValues('startFiles', file, judge)) {
+    enqueued += await queuing;
+    queuing = enqueue(batch);
+    // (A failure is thrown by the await above or below, not left unhandled meanwhile.)
+    queuing.catch(() => undefined);
+  }
+  return enqueued + (await queuing);
+}
+
 /**
  * Seeds an arena: stores the seed, sets each domain's limits (inline and
  * from domain files), sizes the dedupe bitmap, enqueues the start URLs
@@ -184,14 +198,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   for (const c of startChecks) {
     files.urls += c.lines - c.bad;
     files.bad += c.bad;
-    // One batch is queued while the next is read and placed: Redis and this process work at once.
-    let queuing = Promise.resolve(0);
-    for await (const batch of lineFileValues('startFiles', c.file, startJudge)) {
-      files.enqueued += await queuing;
-      queuing = enqueue(batch, (u) => queuedUrl(u));
-      queuing.catch(() => undefined);
-    }
-    files.enqueued += await queuing;
+    files.enqueued += await queueStartFile(c.file, startJudge, (batch) => enqueue(batch, (u) => queuedUrl(u)));
   }
   return { domainsCreated, enqueued, sitemapsEnqueued, bloom, files, domainFiles };
 }
