@@ -33,7 +33,7 @@ async function kickoffTimed(cli: string, seedPath: string, redisUrl: string): Pr
 }
 
 /** Writes a gzipped file of `n` lines made by `line`, without holding them all as one string. */
-async function writeGzLines(file: string, n: number, line: (i: number) => string): Promise<void> {
+export async function writeGzLines(file: string, n: number, line: (i: number) => string): Promise<void> {
   const gz = createGzip();
   const done = pipeline(gz, createWriteStream(file));
   for (let i = 0; i < n; i += 10_000) {

@@ -1,23 +1,31 @@
 --[[
-  stats: arena totals in constant time from counters the scripts keep, and a
-  page of per-queue figures.
+  stats: arena totals in constant time from counters the scripts keep, and
+  per-queue figures: a page of queues in id order, the biggest backlogs,
+  the queues eligible longest, or queues by name.
 
   KEYS: the arena key block (lua/includes/keys.lua).
-  ARGV[1]  cursor: the first qid of the page (1 to start)
-  ARGV[2]  count: queues in the page (0..500)
+  ARGV[1]  what: a cursor (the first qid of a page, 1 to start), or
+           'top' (the biggest backlogs, by the backlog index), 'waiting'
+           (eligible queues, longest in the round first), 'names' (those named)
+  ARGV[2]  count: queues at most (0..500); with 'names', the first name
+  ARGV[3..] with 'names', the other names (500 in all at most)
 
-  Returns {nowMs, totals, nextCursor, rows}:
+  Returns {nowMs, totals, nextCursor, rows, exact}:
     totals = {queued, leased, delayed, done, dead, enqueued, queues, held,
               maxAttempts, dedupeBits, dedupeHashes, schemaVersion, expired}
-    nextCursor = 0 when the page reached the last queue
+    nextCursor = 0 when the page reached the last queue (and for the other kinds)
     rows = per queue {name, rate, maxInFlight, queued, leased, delayed, done,
            dead, nextEligibleMs, pausedUntilMs, held, intervalUs (in force: pace.lua)}
+    exact = 'top': 0 when no queue was left out that is bigger than a row;
+           N when a bucket of the index was read in part: a queue left out
+           has fewer than N queued; -1 when this shard has queues made
+           before the index (not indexed: the caller pages instead); else 0
 ]]
 --@include "arena"
 
-argc(2, 'cursor count')
-local cursor = int_arg(1, 'cursor', 1, MAX_OFFSET)
-local count = int_arg(2, 'count', 0, MAX_STATS_PAGE)
+local what = ARGV[1]
+local count = 0
+if what ~= 'names' then count = int_arg(2, 'count', 0, MAX_STATS_PAGE) end
 local now = now_us()
 local totals = {}
 for i, f in ipairs({ 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired' }) do
@@ -26,26 +34,67 @@ for i, f in ipairs({ 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 
 end
 if totals[9] == '' then totals[9] = tostring(DEFAULT_MAX_ATTEMPTS) end
 local last = mget('qseq')
--- The page's records and rates with one HMGET (a scrape of the status page
--- or the metrics costs one command per page, not two per queue).
-local fields = {}
-local qid = cursor
-while qid <= last and qid < cursor + count do
-  local s = fmt(qid)
-  fields[#fields + 1] = s
-  fields[#fields + 1] = s .. ':rate'
-  qid = qid + 1
+
+-- Queues' rows, with one HMGET for their records and rates (a scrape of the
+-- status page or the metrics costs one command per page, not two per queue).
+local function rows_of(qids)
+  local fields = {}
+  for _, s in ipairs(qids) do
+    fields[#fields + 1] = s
+    fields[#fields + 1] = s .. ':rate'
+  end
+  local rows = {}
+  local got = #fields > 0 and rcall('HMGET', K_STATE, unpack(fields)) or {}
+  for i = 1, #fields, 2 do
+    local st = qparse(fields[i], got[i] or nil)
+    rows[#rows + 1] = {
+      st.name, got[i + 1] or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
+      fmt(st.done), fmt(st.dead), fmt(mfloor(mmax(st.nx, st.p) / 1000)), fmt(mfloor(st.p / 1000)), fmt(st.hold),
+      sformat('%.3f', st.iv),
+    }
+  end
+  return rows
 end
-local rows = {}
-local got = #fields > 0 and rcall('HMGET', K_STATE, unpack(fields)) or {}
-for i = 1, #fields, 2 do
-  local st = qparse(fields[i], got[i] or nil)
-  rows[#rows + 1] = {
-    st.name, got[i + 1] or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
-    fmt(st.done), fmt(st.dead), fmt(mfloor(mmax(st.nx, st.p) / 1000)), fmt(mfloor(st.p / 1000)), fmt(st.hold),
-    sformat('%.3f', st.iv),
-  }
+
+local qids, exact, next_cursor = {}, 0, 0
+if what == 'top' then
+  if last > 0 and rcall('HGET', K_STATE, 'bix') ~= '1' then
+    exact = -1
+  else
+    -- Every queue of the buckets read is ranked by its exact count (buckets
+    -- are read whole where the reading cap allows).
+    local cap = mmin(count * 4 + 100, 2000)
+    local cand = rcall('ZREVRANGE', K_BACKLOG, 0, cap - 1, 'WITHSCORES')
+    local ranked = {}
+    for i = 1, #cand, 2 do
+      ranked[#ranked + 1] = { qid = cand[i], q = qstate(cand[i]).q }
+    end
+    table.sort(ranked, function(a, b)
+      if a.q ~= b.q then return a.q > b.q end
+      return tonumber(a.qid) < tonumber(b.qid)
+    end)
+    for i = 1, mmin(count, #ranked) do qids[i] = ranked[i].qid end
+    -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 1) queued.)
+    if #ranked >= cap then exact = 2 ^ (tonumber(cand[#cand]) + 1) end
+  end
+elseif what == 'waiting' then
+  qids = rcall('ZRANGE', K_READY, 0, count - 1)
+elseif what == 'names' then
+  if #ARGV - 1 > MAX_STATS_PAGE then raise('WEIR_BAD_ARGS', 'at most ' .. MAX_STATS_PAGE .. ' names') end
+  if #ARGV >= 2 then
+    local found = rcall('HMGET', K_QIDS, unpack(ARGV, 2))
+    for i = 1, #ARGV - 1 do
+      if found[i] then qids[#qids + 1] = found[i] end
+    end
+  end
+else
+  argc(2, 'cursor count')
+  local cursor = int_arg(1, 'cursor', 1, MAX_OFFSET)
+  local qid = cursor
+  while qid <= last and qid < cursor + count do
+    qids[#qids + 1] = fmt(qid)
+    qid = qid + 1
+  end
+  if qid <= last then next_cursor = qid end
 end
-local next_cursor = 0
-if qid <= last then next_cursor = qid end
-return { fmt(mfloor(now / 1000)), totals, next_cursor, rows }
+return { fmt(mfloor(now / 1000)), totals, next_cursor, rows_of(qids), exact }

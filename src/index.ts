@@ -13,7 +13,7 @@ import { kickoff, type KickoffResult } from './crawl/kickoff.js';
 import { JsonlWriter } from './crawl/output/index.js';
 import { runCrawl, runWorker, type CrawlResult } from './crawl/run.js';
 import { loadSeedFile, validateSeed, type Seed } from './crawl/seed/index.js';
-import { crawlStats, type CrawlStats } from './crawl/counters/index.js';
+import { crawlStats, type CrawlStats, type StatsView } from './crawl/counters/index.js';
 import { CrawlWorker, WORKER_DEFAULTS, type OnPage, type WorkerSummary } from './crawl/worker.js';
 import { MIN_LEASE_MS } from './crawl/worker-options.js';
 import { WeirError } from './errors.js';
@@ -103,7 +103,7 @@ export async function crawl(seedInput: Seed | string | Record<string, unknown>, 
 }
 
 export { kickoff, crawlStats, CrawlWorker, loadSeedFile, validateSeed };
-export type { Seed, WorkerSummary, OnPage, CrawlStats, CrawlResult, KickoffResult };
+export type { Seed, WorkerSummary, OnPage, CrawlStats, StatsView, CrawlResult, KickoffResult };
 export { SeedError, SEED_DEFAULTS } from './crawl/seed/index.js';
 export { WORKER_DEFAULTS } from './crawl/worker.js';
 export { ROBOTS } from './crawl/robots/index.js';

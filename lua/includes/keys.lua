@@ -1,7 +1,7 @@
 --[[
   The arena's key layout: the one place it is written down.
 
-  Every script receives the same 13 keys, in this order, all built by the
+  Every script receives the same 14 keys, in this order, all built by the
   client (src/queue/keys.ts, from the same list) and all sharing one hash
   tag, so every script runs unchanged on Redis Cluster. The tag is a shard's
   (src/queue/shards.ts): `{arena}` for an arena's first or only shard,
@@ -27,6 +27,10 @@
     KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}
     KEYS[12] wake      list    at most one token: "there may be work now"
     KEYS[13] dedupe    string  the dedupe bitmap
+    KEYS[14] backlog   zset    qid -> floor(log2(queued)) for each queue with
+                               URLs queued: an index of the biggest backlogs
+                               (stats.lua 'top'), moved only when a queue's
+                               count crosses a power of two (record.lua)
 
   Why one hash for the state: a call reads the meta fields and the records
   of the queues it already knows (a commit's, a promise's) with one HMGET,
@@ -51,7 +55,7 @@
 
 -- This call's keys, bound by begin_call (arena.lua) before anything else runs.
 local K_STATE, K_QIDS, K_ITEMS, K_READY, K_SCHED, K_LEXP
-local K_DELAYED, K_DELAYDATA, K_DEAD, K_WAKE, K_DEDUPE
+local K_DELAYED, K_DELAYDATA, K_DEAD, K_WAKE, K_DEDUPE, K_BACKLOG
 -- (Read only to take an older arena on: meta.lua, leases.lua.)
 local K_OLD_META, K_OLD_LEASES
 
@@ -61,11 +65,11 @@ local K_OLD_META, K_OLD_LEASES
 local SCHEMA_VERSION = '3'
 
 local function bind_keys(keys)
-  if #keys ~= 13 then
-    error({ err = 'WEIR_BAD_ARGS expected the 13-key arena block, got ' .. #keys })
+  if #keys ~= 14 then
+    error({ err = 'WEIR_BAD_ARGS expected the 14-key arena block, got ' .. #keys })
   end
   K_OLD_META, K_STATE, K_QIDS, K_ITEMS = keys[1], keys[2], keys[3], keys[4]
   K_READY, K_SCHED, K_OLD_LEASES, K_LEXP = keys[5], keys[6], keys[7], keys[8]
   K_DELAYED, K_DELAYDATA, K_DEAD = keys[9], keys[10], keys[11]
-  K_WAKE, K_DEDUPE = keys[12], keys[13]
+  K_WAKE, K_DEDUPE, K_BACKLOG = keys[12], keys[13], keys[14]
 end

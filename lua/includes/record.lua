@@ -43,6 +43,7 @@ do
     return {
       name = name, q = q, l = l, hc = hc, ho = ho, tc = tc, tn = tn, tb = tb, fn = fn, nx = nx,
       c = c, cap = cap, p = p, iv = iv, hold = hold, d = d, done = done, dead = dead, cl = cl, ss = ss,
+      q0 = q,
     }
   end
 
@@ -90,12 +91,29 @@ do
     QDIRTY[qid] = true
   end
 
+  -- A queue's place in the backlog index (keys.lua K_BACKLOG): the power
+  -- of two its queued count is at, -1 (not in the index) when empty.
+  local function backlog_bucket(q)
+    if q < 1 then return -1 end
+    local _, e = math.frexp(q)
+    return e - 1
+  end
+
   -- The changed records as field/value pairs, appended to `args` (for the
-  -- call's one HSET: arena.lua flush).
+  -- call's one HSET: arena.lua flush); a record whose queued count crossed
+  -- a power of two moves in the backlog index (most changes cross none).
   function records_args(args)
     for qid in pairs(QDIRTY) do
+      local st = QCACHE[qid]
       args[#args + 1] = qid
-      args[#args + 1] = qpack(QCACHE[qid])
+      args[#args + 1] = qpack(st)
+      if st.q ~= st.q0 then
+        local was, now = backlog_bucket(st.q0), backlog_bucket(st.q)
+        if now ~= was then
+          if now < 0 then rcall('ZREM', K_BACKLOG, qid) else rcall('ZADD', K_BACKLOG, now, qid) end
+        end
+        st.q0 = st.q
+      end
       QDIRTY[qid] = nil
     end
     return args
@@ -111,6 +129,9 @@ do
   -- in the schedule.
   function qcreate(name, rate_s, iv, cap)
     local qid = fmt(mincr('qseq', 1))
+    -- (A shard whose first queue these scripts made keeps the backlog index
+    -- of every queue: stats.lua 'top' trusts it only then.)
+    if qid == '1' then mset('bix', '1') end
     rcall('HSET', K_QIDS, name, qid)
     local st = qnew(name)
     st.iv = iv

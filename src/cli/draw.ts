@@ -11,6 +11,21 @@ export function table(header: string[], rows: (string | number)[][]): string {
 const rate = (r: number | 'unlimited'): string => (r === 'unlimited' ? 'unlimited' : `${r}/s`);
 
 /** `weir status`: the arena's line, a row per domain, the Bloom filter's fill. */
+/** Which domains the table's rows are, when not all of them. */
+function shownLine(s: CrawlStats): string {
+  const of = `of ${s.domainCount.toLocaleString('en-US')} domains`;
+  switch (s.shown.by) {
+    case 'named':
+      return `${s.domains.length} ${of}, as named (--domain)`;
+    case 'backlog':
+      return `the ${s.domains.length} ${of} with the most URLs queued${s.shown.exact ? '' : ' (the last few rows among several alike: others as big may be left out)'} (--top N, --by waiting|errors, --domain D)`;
+    case 'waiting':
+      return `the ${s.domains.length} ${of} waiting longest for a worker while eligible (--top N, --by backlog|errors, --domain D)`;
+    default:
+      return `the ${s.domains.length} ${of} with the most failed URLs (--top N, --by backlog|waiting, --domain D)`;
+  }
+}
+
 export function formatStats(s: CrawlStats): string {
   const rows = s.domains.map((d) => [
     d.domain,
@@ -29,6 +44,7 @@ export function formatStats(s: CrawlStats): string {
   ]);
   const lines = [
     `arena ${s.arena}: ${s.drained ? 'drained' : 'running'} — queued ${s.totals.queued}, leased ${s.totals.leased}, ${s.totals.revisits.done > 0 ? 'waiting (revisits, retries)' : 'waiting to retry'} ${s.totals.delayed}, done ${s.totals.done}, dead ${s.totals.dead}, pages ${s.totals.pages}`,
+    ...(s.shown.by === 'all' ? [] : [shownLine(s)]),
     table(['domain', 'queued', 'leased', 'done', 'pages', 'failed', 'dead', 'robots', 'limit', 'achieved', 'next', 'waiting for'], rows),
     `workers seen in the last 15 s: ${s.workers}`,
   ];

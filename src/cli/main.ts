@@ -8,6 +8,7 @@ import { EXIT, exitCodeOf } from './exit.js';
 import { logFormat, makeLogger } from './log.js';
 import { pickRedis } from './redis.js';
 import type { StatusFlags } from './status.js';
+import type { StatsView } from '../crawl/counters/index.js';
 import { leaseMs, nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
 import { WARC_DEFAULTS } from '../crawl/output/index.js';
 
@@ -29,6 +30,9 @@ const OPTIONS = {
   watch: { type: 'boolean', default: false },
   serve: { type: 'string' },
   host: { type: 'string' },
+  top: { type: 'string' },
+  by: { type: 'string' },
+  domain: { type: 'string', multiple: true },
   requeue: { type: 'boolean', default: false },
   yes: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -112,12 +116,27 @@ function warcFlag(values: Values): { warc?: { dir: string; maxBytes: number } } 
 function statusFlags(values: Values): StatusFlags {
   if (values.serve === undefined) {
     if (values.host !== undefined) throw new UsageError('--host needs --serve PORT');
-    return { json: values.json, watch: values.watch, host: '127.0.0.1' };
+    return { json: values.json, watch: values.watch, host: '127.0.0.1', view: statusView(values) };
   }
   if (values.json || values.watch) throw new UsageError('--serve serves the page (its JSON is at /api/status): not with --json or --watch');
+  if (values.top !== undefined || values.by !== undefined || values.domain !== undefined) throw new UsageError('--top, --by and --domain are for the table: the page has its own views');
   const host = values.host ?? '127.0.0.1';
   if (host.trim() === '') throw new UsageError('--host needs an address, like 127.0.0.1 or 0.0.0.0');
   return { json: false, watch: false, serve: portNumber(values.serve, 'serve'), host };
+}
+
+/** status's rows: --top N [--by backlog|waiting|errors], or --domain D (repeatable). */
+function statusView(values: Values): StatsView {
+  const by = values.by;
+  if (by !== undefined && by !== 'backlog' && by !== 'waiting' && by !== 'errors') throw new UsageError(`--by must be backlog, waiting or errors, got ${by}`);
+  const top = values.top === undefined ? undefined : positiveInt('top', values.top, 50);
+  if (top !== undefined && top > 500) throw new UsageError(`--top must be at most 500, got ${top}`);
+  if (values.domain !== undefined) {
+    if (top !== undefined || by !== undefined) throw new UsageError('--domain shows the domains named: not with --top or --by');
+    if (values.domain.length > 500) throw new UsageError('--domain: at most 500 domains');
+    return { domains: values.domain };
+  }
+  return { ...(by === undefined && top === undefined ? {} : { by: by ?? 'backlog' }), ...(top === undefined ? {} : { count: top }) };
 }
 
 const KNOWN = new Set(['kickoff', 'worker', 'crawl', 'status', 'dead', 'hold', 'unhold', 'clear']);

@@ -1,4 +1,4 @@
-import { crawlStats } from '../crawl/counters/index.js';
+import { crawlStats, type StatsView } from '../crawl/counters/index.js';
 import { type FairQueue } from '../queue/index.js';
 import { sleep } from '../sleep.js';
 import { redactRedisUrl, type RedisClient } from '../redis.js';
@@ -15,6 +15,8 @@ export interface StatusFlags {
   /** --serve PORT: the live page instead of a table. */
   serve?: number;
   host: string;
+  /** Which domains the table shows (crawl/counters/stats.ts StatsView). */
+  view?: StatsView;
 }
 
 /** `weir status SEED [--json] [--watch] [--serve PORT [--host H]]`. */
@@ -22,7 +24,7 @@ export async function cmdStatus(ctx: CommandContext, opts: StatusFlags): Promise
   return withQueue(ctx.url, async (redis, queue) => {
     if (opts.serve !== undefined) return servePage(ctx, redis, queue, opts.serve, opts.host);
     for (;;) {
-      const s = await crawlStats(redis, ctx.seed.arena, queue);
+      const s = await crawlStats(redis, ctx.seed.arena, queue, opts.view);
       if (opts.watch && process.stdout.isTTY) process.stdout.write('\x1b[H\x1b[2J');
       process.stdout.write(`${opts.json ? JSON.stringify(s) : formatStats(s)}\n`);
       if (!opts.watch) return EXIT.ok;

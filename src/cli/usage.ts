@@ -8,7 +8,7 @@ usage:
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
   weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P [--metrics-host H]] [--redis-wait S]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
-  weir status SEED [--json] [--watch]
+  weir status SEED [--json] [--watch] [--top N [--by backlog|waiting|errors] | --domain D ...]
   weir status SEED --serve PORT [--host H]   a live page of the arena at http://H:PORT/ (read-only)
   weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
   weir hold SEED [DOMAIN]                stop dequeuing (one domain, or the arena); leases out are kept
@@ -38,6 +38,11 @@ options:
   --log-format F     human (default on a terminal) or json (default when piped)
   --json             status as JSON
   --watch            status, refreshed every second
+  --top N            status rows for the N domains (at most 500) with the biggest backlog (--by
+                     waiting: eligible and waiting longest for a worker; errors: most failed URLs);
+                     an arena of over 20,000 domains shows the top 50 by backlog unless asked
+  --by B             backlog, waiting or errors (with --top; alone: the top 50)
+  --domain D         status rows for domain D (repeatable)
   --serve PORT       status as a live web page on PORT (0: any free port), JSON at /api/status
   --host H           address the page listens on (default 127.0.0.1: loopback only;
                      reach it from elsewhere through an SSH tunnel)

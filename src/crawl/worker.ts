@@ -154,7 +154,7 @@ export class CrawlWorker {
         `a request may take longer than a lease: each lease is renewed every ${Math.round(this.queue.leaseMs / 3)} ms while its URL is handled, so a live worker keeps it; a dead worker's URLs come back ${this.queue.leaseMs} ms after its last renewal`,
       );
     }
-    const flush = (): Promise<void> => this.tally.flush(this.redis, this.keys.stats).catch(() => undefined);
+    const flush = (): Promise<void> => this.tally.flush(this.redis, this.keys.stats, this.keys.errorDomains).catch(() => undefined);
     const flusher = setInterval(() => void flush(), 1000);
     const watch = watchForEnd({
       budget: this.budget,

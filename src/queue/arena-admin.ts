@@ -311,6 +311,43 @@ export class ArenaAdmin {
     return all;
   }
 
+  /**
+   * The `count` queues with the most URLs queued ('backlog', from each
+   * shard's backlog index: no queue is read that is not shown or near it),
+   * or those eligible and waiting for a worker longest ('waiting'), across
+   * every shard. `exact` is false when a shard's index bucket had to be cut
+   * (a queue left out may be as big as the last shown, never bigger than
+   * twice it). Null when a shard holds queues made before the index: page
+   * through queueStats instead.
+   */
+  async busiestQueues(arena: string, by: 'backlog' | 'waiting', count: number): Promise<{ queues: QueueStats[]; exact: boolean } | null> {
+    checkInt('count', count, 1, LIMITS.maxStatsPage);
+    const { tags } = await this.layout(arena);
+    const parts = await Promise.all(tags.map(async (tag) => decodeStats(await this.run('stats', tag, [by === 'backlog' ? 'top' : 'waiting', count]))));
+    if (parts.some((p) => p.exact < 0)) return null;
+    const all = parts.flatMap((p) => p.queues);
+    if (by === 'backlog') all.sort((a, b) => b.queued - a.queued || (a.name < b.name ? -1 : 1));
+    else all.sort((a, b) => a.nextEligibleAt - b.nextEligibleAt || (a.name < b.name ? -1 : 1));
+    const shown = all.slice(0, count);
+    // A shard that left queues out told how small they are (fewer than its bound): none may be bigger than a row shown.
+    const least = shown.length < count ? 0 : (shown.at(-1)?.queued ?? 0);
+    return { queues: shown, exact: by === 'waiting' || parts.every((p) => p.exact === 0 || least >= p.exact - 1) };
+  }
+
+  /** The stats of the queues named (those that exist), each read on its own shard. */
+  async namedQueueStats(arena: string, names: readonly string[]): Promise<QueueStats[]> {
+    if (names.length > LIMITS.maxStatsPage) bad(`at most ${LIMITS.maxStatsPage} names`);
+    for (const name of names) checkName('queue name', name);
+    const layout = await this.layout(arena);
+    const byTag = new Map<string, string[]>();
+    for (const name of names) {
+      const tag = this.tagOf(layout, name);
+      byTag.set(tag, [...(byTag.get(tag) ?? []), name]);
+    }
+    const parts = await Promise.all([...byTag].map(async ([tag, mine]) => decodeStats(await this.run('stats', tag, ['names', ...mine])).queues));
+    return parts.flat();
+  }
+
   private async page(tag: string, cursor: number, count: number): Promise<StatsReply> {
     return decodeStats(await this.run('stats', tag, [cursor, count]));
   }

@@ -1,7 +1,7 @@
 import { QueueArgumentError } from './errors.js';
 
 /**
- * The arena key block: the 13 keys every script receives, in the order
+ * The arena key block: the 14 keys every script receives, in the order
  * lua/includes/keys.lua documents them. All share the hash tag `{arena}`, so
  * an arena lives in one Redis Cluster slot and arenas never share a key.
  */
@@ -19,6 +19,7 @@ export const ARENA_KEY_NAMES = [
   'dead',
   'wake',
   'dedupe',
+  'backlog',
 ] as const;
 
 export type ArenaKeyName = (typeof ARENA_KEY_NAMES)[number];

@@ -94,6 +94,8 @@ export interface StatsReply {
   arena: ArenaStats;
   queues: QueueStats[];
   cursor: number | null;
+  /** lua/stats.lua's exact: 0, or for 'top' a bound (a queue left out has fewer queued), -1 (a shard not indexed). */
+  exact: number;
 }
 
 const TOTALS = ['queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'queues', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'schema', 'expired'] as const;
@@ -105,7 +107,7 @@ function named<K extends string>(names: readonly K[], values: unknown[]): Record
 
 /** stats: {nowMs, totals, nextCursor, rows} (see lua/stats.lua). */
 export function decodeStats(r: unknown): StatsReply {
-  const [now, totals, next, rows] = r as [string, string[], number, string[][]];
+  const [now, totals, next, rows, exact] = r as [string, string[], number, string[][], number | undefined];
   const t = named(TOTALS, totals);
   const bits = num(t.dedupeBits);
   const arena: ArenaStats = {
@@ -142,5 +144,5 @@ export function decodeStats(r: unknown): StatsReply {
       held: f.held === '1',
     };
   });
-  return { arena, queues, cursor: next === 0 ? null : Number(next) };
+  return { arena, queues, cursor: next === 0 ? null : Number(next), exact: exact ?? 0 };
 }

@@ -23,6 +23,8 @@ export interface StatusView {
   workers: number;
   faults: CrawlStats['faults'];
   totals: CrawlStats['totals'] & { domains: number };
+  /** Which domains the table holds, when not every one (a big arena: its biggest backlogs). */
+  shownNote: string | null;
   bloom: CrawlStats['bloom'];
   query: ViewQuery;
   matched: number;
@@ -32,6 +34,8 @@ export interface StatusView {
 }
 
 export const DEAD_PAGE = 20;
+/** The table's rows: every domain of a small arena, else the 200 with the biggest backlogs (crawl/counters/stats.ts). */
+const PAGE_ROWS = { count: 200 } as const;
 /** A snapshot up to this many maxAges old is served while the next is read. */
 const STALE_FACTOR = 3;
 
@@ -60,7 +64,12 @@ export class StatusSource {
 
   async view(query: ViewQuery): Promise<StatusView> {
     const { stats, dead } = await this.snapshot();
-    const { matched, rows } = selectRows(stats.domains, query);
+    // A big arena's snapshot holds its biggest backlogs: a search also finds any domain by its exact name.
+    let pool = stats.domains;
+    if (stats.shown.by !== 'all' && query.q !== '' && !pool.some((d) => d.domain === query.q)) {
+      pool = [...pool, ...(await crawlStats(this.redis, this.arena, this.queue, { domains: [query.q] })).domains];
+    }
+    const { matched, rows } = selectRows(pool, query);
     const history = await readHistory(this.redis, crawlKeys(this.arena, this.queue), rows.map((r) => r.domain), stats.now);
     return {
       arena: this.arena,
@@ -71,7 +80,8 @@ export class StatusSource {
       startedAt: stats.startedAt,
       workers: stats.workers,
       faults: stats.faults,
-      totals: { ...stats.totals, domains: stats.domains.length },
+      totals: { ...stats.totals, domains: stats.domainCount },
+      shownNote: stats.shown.by === 'all' ? null : `the ${stats.domains.length} of ${stats.domainCount.toLocaleString('en-US')} domains with the most URLs queued; a search also finds any domain by its exact name`,
       bloom: stats.bloom,
       query,
       matched,
@@ -110,7 +120,7 @@ export class StatusSource {
   }
 
   private async read(): Promise<{ stats: CrawlStats; dead: DeadRow[] }> {
-    const [stats, items] = await Promise.all([crawlStats(this.redis, this.arena, this.queue), this.queue.dead(this.arena, { count: DEAD_PAGE })]);
+    const [stats, items] = await Promise.all([crawlStats(this.redis, this.arena, this.queue, PAGE_ROWS), this.queue.dead(this.arena, { count: DEAD_PAGE })]);
     const dead = items.map((d) => ({ domain: d.queue, url: decodeItem(d.item)?.url ?? d.item.slice(0, 300), reason: d.reason, attempts: d.attempts, at: d.at }));
     this.last = { at: performance.now(), stats, dead };
     return this.last;

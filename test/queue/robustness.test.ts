@@ -101,7 +101,7 @@ describe('bad input', () => {
     for (const [name, args, code] of cases) {
       await assert.rejects(runner.run(name, keys, args), { code }, `${name}(${args.join(',').slice(0, 40)})`);
     }
-    await assert.rejects(runner.run('commit', keys.slice(0, 12), ['tok']), /WEIR_BAD_ARGS|13-key/);
+    await assert.rejects(runner.run('commit', keys.slice(0, 12), ['tok']), /WEIR_BAD_ARGS|14-key/);
     assert.equal(await snapshot(fx.redis, arena), before);
   });
 

@@ -118,7 +118,7 @@
     });
     const first = v.matched === 0 ? 0 : v.query.page * v.query.size + 1;
     $('#page-info').textContent = `${first}–${Math.min(v.matched, (v.query.page + 1) * v.query.size)} of ${v.matched}`;
-    $('#matched').textContent = `(${v.totals.domains})`;
+    $('#matched').textContent = v.shownNote ? `(${v.shownNote})` : `(${v.totals.domains})`;
     $('#prev').disabled = v.query.page === 0;
     $('#next').disabled = (v.query.page + 1) * v.query.size >= v.matched;
     for (const th of document.querySelectorAll('th[data-sort]')) {

@@ -8,8 +8,9 @@ import type { TallyName } from './names.js';
 /**
  * What a scrape may cost: Redis is read for the arena's per-domain gauges
  * at most once per `redisEveryMs` (scrapes in between get that read), and
- * only the `maxDomains` domains with most URLs queued and leased get a
- * series (a million-domain arena is not a million series a scrape). The
+ * only the `maxDomains` domains with most URLs queued get a series (a
+ * million-domain arena is not a million series a scrape, nor a read of a
+ * million queues: the backlog index finds them). The
  * server gives a client `requestMs` to send its request and a kept-alive
  * one `idleMs` between requests.
  */
@@ -67,7 +68,7 @@ export class CrawlMetrics {
     const registers = [this.registry];
     // One read of every queue's counts, shared by the two per-domain gauges
     // and by every scrape for redisEveryMs: a read in flight is joined.
-    const perDomain = cachedRead(every, async () => busiest(await queue.allQueueStats(arena), METRICS_LIMITS.maxDomains));
+    const perDomain = cachedRead(every, () => busiestDomains(queue, arena, METRICS_LIMITS.maxDomains));
     const arenaStats = cachedRead(every, () => queue.stats(arena));
     this.pages = new Counter({ name: 'weir_pages_total', help: 'Pages fetched to a final response, by status class', labelNames: ['status_class'], registers });
     this.bytes = new Counter({ name: 'weir_bytes_total', help: 'Body bytes read (after decompression)', registers });
@@ -170,6 +171,16 @@ function cachedRead<T>(everyMs: number, read: () => Promise<T>): () => Promise<T
 }
 
 /** The `n` domains with most URLs queued and leased. */
+/**
+ * The `n` domains with most URLs queued: every domain of an arena of at
+ * most n, else read from the backlog index (FairQueue.busiestQueues),
+ * without reading every queue; an arena made before the index is read whole.
+ */
+async function busiestDomains(queue: FairQueue, arena: string, n: number): Promise<QueueStats[]> {
+  if ((await queue.stats(arena)).queues <= n) return queue.allQueueStats(arena);
+  return (await queue.busiestQueues(arena, 'backlog', n))?.queues ?? busiest(await queue.allQueueStats(arena), n);
+}
+
 function busiest(stats: QueueStats[], n: number): QueueStats[] {
   if (stats.length <= n) return stats;
   return [...stats].sort((a, b) => b.queued + b.leased - (a.queued + a.leased)).slice(0, n);

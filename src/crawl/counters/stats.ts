@@ -3,7 +3,7 @@ import { estimatedFalsePositiveRate } from '../dedupe/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../urls/index.js';
 import { workersSeen } from './history.js';
 import { crawlKeys, readFaults, readPauseNotes, type PauseNote, type WorkerFault } from '../store/index.js';
-import { STARTED_AT_FIELD, tallyField, type TallyName } from './tally.js';
+import { STARTED_AT_FIELD, TALLY_NAMES, tallyField, type TallyName } from './tally.js';
 
 /**
  * Why a domain is not being fetched this moment: an operator's hold, a
@@ -51,6 +51,10 @@ export interface CrawlStats {
     newDomains: number; domainCapDrops: number; quotaSkips: number; addressMoves: number;
     /** Revisits done, and what they found; URLs dropped from revisits (gone), pages visited once past revisit.maxUrls. */
     revisits: { done: number; changed: number; unchanged: number; notModified: number; gone: number; capDrops: number } };
+  /** Domains (queues) the arena has. */
+  domainCount: number;
+  /** Which domains `domains` holds rows for. */
+  shown: RowsShown;
   domains: DomainStats[];
   bloom: {
     bits: number;
@@ -83,34 +87,93 @@ function revisitTotals(n: (name: TallyName) => number): CrawlStats['totals']['re
   };
 }
 
-/** Everything `weir status` shows, read from Redis (nothing guessed). */
-export async function crawlStats(redis: RedisClient, arena: string, queue: FairQueue = new FairQueue(redis)): Promise<CrawlStats> {
+/**
+ * Arenas of at most this many domains are shown whole (every domain a row,
+ * as the status page's table sorts and searches them: 10,000 are read in
+ * about 250 ms) unless a view is asked for; bigger ones, a top-N.
+ */
+export const ALL_DOMAINS_MAX = 20_000;
+/** Origins with a Crawl-delay read to show each row's; past this many, rows of a top-N view show none. */
+const CRAWL_DELAYS_READ_MAX = 10_000;
+/** The per-domain counters a row shows. */
+const ROW_TALLIES: TallyName[] = ['pages', 'redirects', 'robotsFetches', 'sitemaps', 'errors', '4xx', 'robots'];
+
+/**
+ * Which domains get a row: every one (an arena of at most ALL_DOMAINS_MAX,
+ * when no view is asked for), the `count` (default 50) with the biggest
+ * backlogs, waiting longest for a worker while eligible, or with the most
+ * failed URLs, or those named. Totals are the arena's whatever the view.
+ */
+export interface StatsView {
+  by?: 'backlog' | 'waiting' | 'errors';
+  count?: number;
+  domains?: readonly string[];
+}
+
+/** How the rows were chosen: `exact` false when the backlog index may have left out a domain as big as the last row. */
+export interface RowsShown {
+  by: 'all' | 'backlog' | 'waiting' | 'errors' | 'named';
+  exact: boolean;
+}
+
+/** The queues to show a row for (see StatsView), read without reading every queue unless the arena is small. */
+async function rowQueues(redis: RedisClient, arena: string, queue: FairQueue, domainCount: number, view: StatsView): Promise<{ queues: QueueStats[]; shown: RowsShown }> {
+  const count = Math.min(view.count ?? 50, 500);
+  if (view.domains) return { queues: await queue.namedQueueStats(arena, view.domains), shown: { by: 'named', exact: true } };
+  if (!view.by && domainCount <= ALL_DOMAINS_MAX) return { queues: await queue.allQueueStats(arena), shown: { by: 'all', exact: true } };
+  const by = view.by ?? 'backlog';
+  if (by === 'errors') {
+    const names = await redis.zrevrange(crawlKeys(arena, queue).errorDomains, 0, count - 1);
+    const rows = await queue.namedQueueStats(arena, names);
+    const rank = new Map(names.map((n, i) => [n, i]));
+    return { queues: rows.sort((a, b) => (rank.get(a.name) ?? 0) - (rank.get(b.name) ?? 0)), shown: { by, exact: true } };
+  }
+  const top = await queue.busiestQueues(arena, by, count);
+  if (top) return { queues: top.queues, shown: { by, exact: top.exact } };
+  // An arena whose queues were made before the backlog index: every queue read, then ranked.
+  const all = await queue.allQueueStats(arena);
+  all.sort(by === 'backlog' ? (a, b) => b.queued - a.queued : (a, b) => a.nextEligibleAt - b.nextEligibleAt);
+  return { queues: all.slice(0, count), shown: { by, exact: true } };
+}
+
+/** Each shown domain's counters: one HMGET of theirs, never the whole counter hash. */
+async function rowCounts(redis: RedisClient, key: string, domains: string[]): Promise<(domain: string, name: TallyName) => number> {
+  const fields = domains.flatMap((d) => ROW_TALLIES.map((n) => tallyField(d, n)));
+  const values = new Map<string, number>();
+  for (let i = 0; i < fields.length; i += 5000) {
+    const chunk = fields.slice(i, i + 5000);
+    (await redis.hmget(key, ...chunk)).forEach((v, j) => values.set(chunk[j] as string, Number(v ?? 0)));
+  }
+  return (domain, name) => values.get(tallyField(domain, name)) ?? 0;
+}
+
+/**
+ * Everything `weir status` shows, read from Redis (nothing guessed): the
+ * arena's totals in constant time, and rows for the domains `view` picks
+ * (every domain of a small arena by default).
+ */
+export async function crawlStats(redis: RedisClient, arena: string, queue: FairQueue = new FairQueue(redis), view: StatsView = {}): Promise<CrawlStats> {
   const keys = crawlKeys(arena, queue);
   const totals = await queue.stats(arena);
-  const counts = await redis.hgetall(keys.stats);
-  const n = (domain: string, name: TallyName): number => Number(counts[tallyField(domain, name)] ?? 0);
-  const startedAt = counts[STARTED_AT_FIELD] ? Number(counts[STARTED_AT_FIELD]) : null;
+  const totalFields = [...TALLY_NAMES.map((name) => tallyField('*', name)), STARTED_AT_FIELD];
+  const totalValues = await redis.hmget(keys.stats, ...totalFields);
+  const t = (name: TallyName): number => Number(totalValues[totalFields.indexOf(tallyField('*', name))] ?? 0);
+  const started = totalValues.at(-1);
+  const startedAt = started ? Number(started) : null;
   const elapsed = startedAt ? Math.max(0.001, (totals.now - startedAt) / 1000) : null;
-  const [queues, notes, delays, workers, faults] = await Promise.all([
-    queue.allQueueStats(arena),
-    readPauseNotes(redis, keys),
-    redis.hgetall(keys.crawlDelays),
+  const { queues, shown } = await rowQueues(redis, arena, queue, totals.queues, view);
+  const names = queues.map((q) => q.name);
+  const [n, notes, delayCount, workers, faults] = await Promise.all([
+    rowCounts(redis, keys.stats, names),
+    readPauseNotes(redis, keys, shown.by === 'all' ? undefined : names),
+    redis.hlen(keys.crawlDelays),
     workersSeen(redis, keys, totals.now),
     readFaults(redis, keys),
   ]);
-  const crawlDelays = crawlDelaysByDomain(delays, queues.map((q) => q.name));
+  // (Origins are matched to the queues read: for a top-N view, a subdomain's
+  // Crawl-delay may be shown on its parent's row when the subdomain's own queue is not shown.)
+  const crawlDelays = shown.by === 'all' || delayCount <= CRAWL_DELAYS_READ_MAX ? crawlDelaysByDomain(await redis.hgetall(keys.crawlDelays), names) : new Map<string, number>();
   const domains = queues.map((q) => domainStats(q, n, { now: totals.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
-  let bloom: CrawlStats['bloom'] = null;
-  if (totals.dedupe) {
-    // Per shard: each holds its own domains' part of the bitmap, and a shard
-    // with more URLs fills sooner; the rate shown is the fullest part's.
-    const parts = await queue.dedupeFill(arena);
-    const fill = parts.reduce((s, p) => s + p.set, 0) / totals.dedupe.bits;
-    const fullest = Math.max(...parts.map((p) => (p.bits > 0 ? p.set / p.bits : 0)));
-    const shared = estimatedFalsePositiveRate(fullest, totals.dedupe.hashes);
-    const local = Math.max(0, ...Object.values(await redis.hgetall(keys.localFp)).map(Number).filter(Number.isFinite));
-    bloom = { ...totals.dedupe, fill, estimatedFalsePositiveRate: shared, localFalsePositiveRate: local, combinedFalsePositiveRate: 1 - (1 - shared) * (1 - local) };
-  }
   return {
     arena,
     exists: totals.exists,
@@ -121,24 +184,39 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
       delayed: totals.delayed,
       done: totals.done,
       dead: totals.dead,
-      pages: n('*', 'pages'),
-      errors: n('*', 'errors') + n('*', '4xx'),
-      robotsBlocked: n('*', 'robots'),
-      sitemaps: n('*', 'sitemaps'),
-      sitemapUrls: n('*', 'sitemapUrls'),
-      newDomains: n('*', 'newDomains'),
-      domainCapDrops: n('*', 'domainCapDrops'),
-      quotaSkips: n('*', 'quotaSkips'),
-      addressMoves: n('*', 'addressMoves'),
-      revisits: revisitTotals((name) => n('*', name)),
+      pages: t('pages'),
+      errors: t('errors') + t('4xx'),
+      robotsBlocked: t('robots'),
+      sitemaps: t('sitemaps'),
+      sitemapUrls: t('sitemapUrls'),
+      newDomains: t('newDomains'),
+      domainCapDrops: t('domainCapDrops'),
+      quotaSkips: t('quotaSkips'),
+      addressMoves: t('addressMoves'),
+      revisits: revisitTotals(t),
     },
+    domainCount: totals.queues,
+    shown,
     domains,
-    bloom,
+    bloom: await bloomStats(redis, arena, queue, totals.dedupe),
     startedAt,
     workers,
     faults,
     now: totals.now,
   };
+}
+
+/** The shared filter's fill and false-positive rates, and the workers' local filters'. */
+async function bloomStats(redis: RedisClient, arena: string, queue: FairQueue, dedupe: { bits: number; hashes: number } | null): Promise<CrawlStats['bloom']> {
+  if (!dedupe) return null;
+  // Per shard: each holds its own domains' part of the bitmap, and a shard
+  // with more URLs fills sooner; the rate shown is the fullest part's.
+  const parts = await queue.dedupeFill(arena);
+  const fill = parts.reduce((s, p) => s + p.set, 0) / dedupe.bits;
+  const fullest = Math.max(...parts.map((p) => (p.bits > 0 ? p.set / p.bits : 0)));
+  const shared = estimatedFalsePositiveRate(fullest, dedupe.hashes);
+  const local = Math.max(0, ...Object.values(await redis.hgetall(crawlKeys(arena, queue).localFp)).map(Number).filter(Number.isFinite));
+  return { ...dedupe, fill, estimatedFalsePositiveRate: shared, localFalsePositiveRate: local, combinedFalsePositiveRate: 1 - (1 - shared) * (1 - local) };
 }
 
 function domainStats(

@@ -18,6 +18,8 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     pages: k('pages'),
     /** Crawl counters (counters/tally.ts): field "<domain>:<name>" and "*:<name>" for totals. */
     stats: k('cstats'),
+    /** Failed URLs per domain (a sorted set: domain -> count), for status's busiest-by-errors view. */
+    errorDomains: k('errordomains'),
     /** Crawl-delay per origin, seconds, as read from robots.txt. */
     crawlDelays: k('crawldelay'),
     /** robots.txt of one origin (JSON, 24 h TTL). */

@@ -1,0 +1,107 @@
+/**
+ * The backlog index (lua/includes/record.lua, KEYS[14]): every queue with
+ * URLs queued sits at the power of two of its count, whatever mix of
+ * operations moved it there, so the biggest backlogs are found without
+ * reading every queue (stats.lua 'top', FairQueue.busiestQueues).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FairQueue, type Lease } from '../../src/queue/index.js';
+import { arenaKey } from '../../src/queue/keys.js';
+import { freshArena, useRedis } from '../helpers/fixture.js';
+
+const fx = useRedis();
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const bucket = (q: number): number | null => (q < 1 ? null : Math.floor(Math.log2(q)));
+
+/** Each queue's place in the index against its count: equal for every queue. */
+async function assertIndexed(q: FairQueue, arena: string): Promise<number> {
+  const index = await fx.redis.zrange(arenaKey('weir', arena, 'backlog'), 0, -1, 'WITHSCORES');
+  const scores = new Map<string, number>();
+  for (let i = 0; i < index.length; i += 2) scores.set(index[i] as string, Number(index[i + 1]));
+  const qids = await fx.redis.hgetall(arenaKey('weir', arena, 'qids'));
+  const stats = await q.allQueueStats(arena);
+  for (const s of stats) assert.equal(scores.get(qids[s.name] as string) ?? null, bucket(s.queued), `${s.name}: ${s.queued} queued`);
+  assert.equal(scores.size, stats.filter((s) => s.queued > 0).length, 'no queue indexed that is empty');
+  return stats.length;
+}
+
+describe('backlog index', () => {
+  it('follows every queue through 3,000 random enqueues, serves, commits, releases, retries, failures and purges', async () => {
+    const q = new FairQueue(fx.redis);
+    const arena = freshArena('bix');
+    const r = rng(11);
+    const names = Array.from({ length: 40 }, (_, i) => `q${i}`);
+    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])), { maxAttempts: 3 });
+    const out: Lease[] = [];
+    let n = 0;
+    for (let step = 0; step < 3000; step++) {
+      const p = r();
+      const name = names[Math.floor(r() * names.length)] as string;
+      if (p < 0.4) {
+        const k = 1 + Math.floor(r() * (r() < 0.1 ? 300 : 5));
+        await q.enqueue(arena, name, Array.from({ length: k }, () => `i${n++}`), r() < 0.2 ? { front: true } : {});
+      } else if (p < 0.7) {
+        const got = await q.dequeue(arena);
+        if (got.lease) out.push(got.lease);
+      } else if (out.length > 0) {
+        const lease = out.splice(Math.floor(r() * out.length), 1)[0] as Lease;
+        const how = r();
+        if (how < 0.5) await q.commit(lease);
+        else if (how < 0.7) await q.release(lease);
+        else if (how < 0.9) await q.retry(lease, { delayMs: 0 });
+        else await q.fail(lease, 'test');
+      } else if (p > 0.995) {
+        await q.purge(arena, name);
+      }
+      if (step % 500 === 499) await assertIndexed(q, arena);
+    }
+    assert.equal(await assertIndexed(q, arena), 40);
+    await q.close();
+  });
+
+  it('busiestQueues: the biggest backlogs, as a read of every queue ranks them; exact unless a bucket is cut; by name; on 3 shards; and not for an arena made before the index', async () => {
+    const q = new FairQueue(fx.redis);
+    for (const shards of [1, 3]) {
+      const arena = freshArena(`busiest${shards}`);
+      await q.fixShards(arena, shards);
+      const limit = { rate: 'unlimited' as const };
+      await q.setLimits(arena, Object.fromEntries([...Array.from({ length: 60 }, (_, i) => `big${i}`), ...Array.from({ length: 2000 }, (_, i) => `one${i}`)].map((n) => [n, limit])));
+      // 60 queues of distinct sizes (10 and up) and 2,000 of two or three URLs (30 of three).
+      for (let i = 0; i < 60; i++) await q.enqueue(arena, `big${i}`, Array.from({ length: 10 + i * 7 }, (_, j) => `b${i}.${j}`));
+      await Promise.all(Array.from({ length: 2000 }, (_, i) => q.enqueue(arena, `one${i}`, Array.from({ length: i % 66 === 0 ? 3 : 2 }, (_, j) => `o${i}.${j}`))));
+      const all = (await q.allQueueStats(arena)).sort((a, b) => b.queued - a.queued);
+      const top = await q.busiestQueues(arena, 'backlog', 25);
+      assert.ok(top);
+      assert.equal(top.exact, true);
+      assert.deepEqual(top.queues.map((s) => s.name), all.slice(0, 25).map((s) => s.name));
+      // 100 wanted, 60 big: the rest from a bucket read in part (queues of 2 and 3 URLs), so a 3 may be left out for a 2.
+      const cut = await q.busiestQueues(arena, 'backlog', 100);
+      assert.ok(cut);
+      assert.deepEqual(cut.queues.slice(0, 60).map((s) => s.name), all.slice(0, 60).map((s) => s.name));
+      const rest = cut.queues.slice(60).map((s) => s.queued);
+      assert.deepEqual(rest, [...rest].sort((a, b) => b - a), 'ranked by count');
+      assert.ok(rest.every((n) => n === 2 || n === 3) && rest.includes(2));
+      assert.equal(cut.exact, false);
+      const waiting = await q.busiestQueues(arena, 'waiting', 10);
+      assert.equal(waiting?.queues.length, 10);
+      const named = await q.namedQueueStats(arena, ['big3', 'nothere', 'one7']);
+      assert.deepEqual(named.map((s) => [s.name, s.queued]).sort(), [['big3', 31], ['one7', 2]]);
+    }
+    // An arena whose queues were made before the index: paged instead.
+    const old = freshArena('busiest-old');
+    await q.setLimits(old, { a: { rate: 1 } });
+    await q.enqueue(old, 'a', ['x']);
+    await fx.redis.hdel(arenaKey('weir', old, 'queues'), 'bix');
+    assert.equal(await q.busiestQueues(old, 'backlog', 5), null);
+    await q.close();
+  });
+});

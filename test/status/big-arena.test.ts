@@ -1,0 +1,101 @@
+/**
+ * Operator tools on an arena too big to read whole (25,000 domains here):
+ * `weir status`, the status page's source and the metrics show totals and a
+ * top-N of domains (by backlog, by waiting, by errors) or those named,
+ * without reading every queue or the whole counter hash.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { crawlStats, loadMetrics } from '../../src/crawl/counters/index.js';
+import { Tally } from '../../src/crawl/counters/tally.js';
+import { crawlKeys } from '../../src/crawl/store/keys.js';
+import { kickoff } from '../../src/crawl/kickoff.js';
+import { validateSeed } from '../../src/crawl/seed/index.js';
+import { FairQueue } from '../../src/queue/index.js';
+import { StatusSource } from '../../src/status/source.js';
+import { parseViewQuery } from '../../src/status/view.js';
+import { cliBundle } from '../helpers/cli-bundle.js';
+import { useCrawlWorld } from '../helpers/world.js';
+
+const world = useCrawlWorld('bigarena');
+const ARENA = 'bigarena-20k';
+const DOMAINS = 25_000;
+const name = (i: number): string => `d${i}.test`;
+
+/** 25,000 listed domains; d0-d39 with 200 - 5i URLs each, 5,000 more with one; errors on three. */
+async function bigArena(): Promise<FairQueue> {
+  const file = join(world.dir, 'big.csv');
+  await writeFile(file, Array.from({ length: DOMAINS }, (_, i) => `${name(i)},1`).join('\n'));
+  const seedPath = join(world.dir, 'big.yaml');
+  await writeFile(seedPath, `arena: ${ARENA}\ndomainFiles: [big.csv]\nstart: ["http://${name(0)}/"]\n`);
+  const seed = validateSeed({ arena: ARENA, domainFiles: [file], start: [`http://${name(0)}/`] });
+  await kickoff(world.redis, seed);
+  const queue = new FairQueue(world.redis);
+  for (let i = 0; i < 40; i++) await queue.enqueue(ARENA, name(i), Array.from({ length: 200 - 5 * i }, (_, j) => `{"u":"http://${name(i)}/${j}"}`));
+  await Promise.all(Array.from({ length: 5000 }, (_, k) => queue.enqueue(ARENA, name(100 + k), [`{"u":"http://${name(100 + k)}/"}`])));
+  await queue.enqueue(ARENA, name(5100), ['{"u":"x"}']);
+  const tally = new Tally();
+  tally.add(name(7000), 'errors', 30);
+  tally.add(name(7001), '4xx', 50);
+  tally.add(name(3), 'errors', 10);
+  tally.add(name(3), 'pages', 4);
+  await tally.flush(world.redis, crawlKeys(ARENA, queue).stats, crawlKeys(ARENA, queue).errorDomains);
+  return queue;
+}
+
+describe('a big arena', () => {
+  it('status, the page and the metrics answer with totals and a top-N, never a row per domain', async () => {
+    const queue = await bigArena();
+    const s = await crawlStats(world.redis, ARENA, queue);
+    assert.equal(s.domainCount, DOMAINS);
+    assert.deepEqual(s.shown, { by: 'backlog', exact: true });
+    assert.equal(s.domains.length, 50);
+    assert.deepEqual(s.domains.slice(0, 40).map((d) => d.domain), Array.from({ length: 40 }, (_, i) => name(i)));
+    assert.ok(s.domains.slice(40).every((d) => d.queued === 1));
+    assert.equal(s.totals.queued, 200 * 40 - 5 * (39 * 40) / 2 + 5001 + 1, "with the start URL kickoff queued");
+    assert.equal(s.totals.errors, 90);
+    assert.deepEqual([s.domains[3]?.pages, s.domains[3]?.failed], [4, 10], 'a row carries its own counters');
+
+    const errors = await crawlStats(world.redis, ARENA, queue, { by: 'errors', count: 5 });
+    assert.deepEqual(errors.domains.map((d) => [d.domain, d.failed]), [[name(7001), 50], [name(7000), 30], [name(3), 10]]);
+    const named = await crawlStats(world.redis, ARENA, queue, { domains: [name(12_345), 'nowhere.test'] });
+    assert.deepEqual(named.domains.map((d) => [d.domain, d.queued]), [[name(12_345), 0]]);
+
+    // The page: the biggest backlogs; a search finds a small domain by its name.
+    const source = new StatusSource(world.redis, queue, ARENA, 'redis://test');
+    const top = await source.view(parseViewQuery(new URLSearchParams('sort=queued')));
+    assert.equal(top.totals.domains, DOMAINS);
+    assert.match(top.shownNote ?? '', /the 200 of 25,000 domains with the most URLs queued/);
+    assert.equal(top.rows[0]?.domain, name(0));
+    const found = await source.view(parseViewQuery(new URLSearchParams(`q=${name(5100)}`)));
+    assert.deepEqual(found.rows.map((r) => [r.domain, r.queued]), [[name(5100), 1]]);
+
+    // Metrics: 500 series per gauge at most, the biggest first among them.
+    const { CrawlMetrics } = await loadMetrics();
+    const metrics = new CrawlMetrics(queue, ARENA);
+    const text = await metrics.registry.metrics();
+    const series = text.split('\n').filter((l) => l.startsWith('weir_domain_queued{'));
+    assert.equal(series.length, 500);
+    assert.ok(series.some((l) => l.startsWith(`weir_domain_queued{domain="${name(0)}"} 201`)));
+
+    // The command: the top N and which they are; by errors; by name.
+    const run = (...args: string[]): string => {
+      const r = spawnSync(process.execPath, [cliBundle(), 'status', join(world.dir, 'big.yaml'), '--redis', world.server.url, ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout;
+    };
+    const table = run('--top', '5');
+    assert.match(table, /the 5 of 25,000 domains with the most URLs queued/);
+    assert.equal(table.split('\n').filter((l) => /^d\d+\.test /.test(l)).length, 5);
+    assert.match(run('--by', 'errors', '--top', '2'), /the 2 of 25,000 domains with the most failed URLs[\s\S]*d7001\.test/);
+    const json = JSON.parse(run('--json', '--domain', name(3), '--domain', name(4))) as { domainCount: number; domains: { domain: string }[] };
+    assert.deepEqual([json.domainCount, json.domains.map((d) => d.domain).sort()], [DOMAINS, [name(3), name(4)]]);
+    const bad = spawnSync(process.execPath, [cliBundle(), 'status', join(world.dir, 'big.yaml'), '--redis', world.server.url, '--by', 'size'], { encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--by must be backlog, waiting or errors/);
+    await queue.close();
+  });
+});
