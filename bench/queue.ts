@@ -16,7 +16,7 @@
  *     item per master (bench/cluster-cost.ts).
  *   - instructions per call (a redis-server under valgrind's callgrind), one
  *     call at a time, beside the seed design (bench/queue-instructions.ts).
- * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput, cost, cluster, instructions or revisit (one part; revisit: bench/revisit-memory.ts; instructions: bench/queue-instructions.ts, under valgrind, BENCH_CALLS calls per case, default 1,000).
+ * BENCH_RATE_SECONDS (default 10), BENCH_PART=rate, throughput, cost, cluster, instructions, revisit or flat (one part; flat: bench/flat-cost.ts, 10^2, 10^4 and 10^6 queues; revisit: bench/revisit-memory.ts; instructions: bench/queue-instructions.ts, under valgrind, BENCH_CALLS calls per case, default 1,000).
  */
 import { setMaxListeners } from 'node:events';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
@@ -27,6 +27,7 @@ import { sleepUntil } from '../src/sleep.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { clusterQueueBenchmarks } from './cluster-cost.js';
 import { queueCostBenchmarks } from './queue-cost.js';
+import { flatCostBenchmarks } from './flat-cost.js';
 import { queueInstructionBenchmarks } from './queue-instructions.js';
 import { revisitMemoryBenchmarks } from './revisit-memory.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -78,7 +79,7 @@ console.log(`weir queue benchmark — redis-server ${(await redis.info('server')
 
 // BENCH_PART=rate runs only the rate run (section 6), throughput only sections 1-5, cost only section 7.
 const PART = process.env.BENCH_PART ?? 'all';
-if (PART !== 'rate' && PART !== 'cost' && PART !== 'cluster' && PART !== 'instructions' && PART !== 'revisit') {
+if (PART !== 'rate' && PART !== 'cost' && PART !== 'cluster' && PART !== 'instructions' && PART !== 'revisit' && PART !== 'flat') {
 // 1. Raw ceiling.
 const ceilArena = 'ceiling';
 const noop = noopRunner(redis);
@@ -297,7 +298,7 @@ async function rateRun(who: Contender, mode: 'deep' | 'refill'): Promise<void> {
   out(`${label}: smallest gap in one queue, served / acted (ms)`, `${(minGap / 1000).toFixed(2)} / ${(minActed / 1000).toFixed(2)}`, `limit ${(1000 / RATE).toFixed(2)} ms`);
   out(`${label}: empty dequeues per lease`, (empty / Math.max(1, leases)).toFixed(3), 'target ≤ 0.1');
 }
-for (const who of PART === 'throughput' || PART === 'cost' || PART === 'cluster' || PART === 'instructions' || PART === 'revisit' ? [] : (['weir', 'weir ahead', 'seed design'] as const)) {
+for (const who of PART === 'throughput' || PART === 'cost' || PART === 'cluster' || PART === 'instructions' || PART === 'revisit' || PART === 'flat' ? [] : (['weir', 'weir ahead', 'seed design'] as const)) {
   for (const mode of ['deep', 'refill'] as const) await rateRun(who, mode);
 }
 // 7. Redis cost per item, beside the seed design (bench/queue-cost.ts).
@@ -306,6 +307,8 @@ if (PART === 'all' || PART === 'cost') await queueCostBenchmarks(redis, q, N, ou
 if (PART === 'all' || PART === 'cluster') await clusterQueueBenchmarks(out, N);
 // 9. Instructions per call under callgrind, beside the seed design (bench/queue-instructions.ts).
 if (PART === 'all' || PART === 'instructions') await queueInstructionBenchmarks(out);
+// 11. Costs as the arena grows to 10^6 queues (bench/flat-cost.ts): only when asked, it takes minutes.
+if (PART === 'flat') await flatCostBenchmarks(redis, q, N, out);
 // 10. What a URL kept for revisits costs Redis (bench/revisit-memory.ts).
 if (PART === 'all' || PART === 'revisit') await revisitMemoryBenchmarks(redis, q, out);
 
