@@ -23,6 +23,9 @@
 ]]
 --@include "arena"
 
+-- Queues 'top' looks at in one call at most (each a record read: about 10 ms).
+local MAX_TOP_SCAN = 20000
+
 local what = ARGV[1]
 local count = 0
 if what ~= 'names' then count = int_arg(2, 'count', 0, MAX_STATS_PAGE) end
@@ -62,20 +65,26 @@ if what == 'top' then
     exact = -1
   else
     -- Every queue of the buckets read is ranked by its exact count (buckets
-    -- are read whole where the reading cap allows).
-    local cap = mmin(count * 4 + 100, 2000)
-    local cand = rcall('ZREVRANGE', K_BACKLOG, 0, cap - 1, 'WITHSCORES')
-    local ranked = {}
-    for i = 1, #cand, 2 do
-      ranked[#ranked + 1] = { qid = cand[i], q = qstate(cand[i]).q }
-    end
+    -- are read whole where the reading cap allows). The lowest bucket holds
+    -- the empty queues too: it is read on, a chunk at a time, until enough
+    -- have URLs or MAX_TOP_SCAN queues were looked at.
+    local chunk = mmin(count * 4 + 100, 2000)
+    local ranked, read, cand = {}, 0, {}
+    repeat
+      cand = rcall('ZREVRANGE', K_BACKLOG, read, read + chunk - 1, 'WITHSCORES')
+      for i = 1, #cand, 2 do
+        local q = qstate(cand[i]).q
+        if q > 0 then ranked[#ranked + 1] = { qid = cand[i], q = q } end
+      end
+      read = read + #cand / 2
+    until #cand / 2 < chunk or #ranked >= count or read >= MAX_TOP_SCAN
     table.sort(ranked, function(a, b)
       if a.q ~= b.q then return a.q > b.q end
       return tonumber(a.qid) < tonumber(b.qid)
     end)
     for i = 1, mmin(count, #ranked) do qids[i] = ranked[i].qid end
-    -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 1) queued.)
-    if #ranked >= cap then exact = 2 ^ (tonumber(cand[#cand]) + 1) end
+    -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 4) queued.)
+    if #cand / 2 >= chunk and #cand > 0 then exact = 2 ^ (tonumber(cand[#cand]) + 4) end
   end
 elseif what == 'waiting' then
   qids = rcall('ZRANGE', K_READY, 0, count - 1)

@@ -27,10 +27,11 @@
     KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}
     KEYS[12] wake      list    at most one token: "there may be work now"
     KEYS[13] dedupe    string  the dedupe bitmap
-    KEYS[14] backlog   zset    qid -> floor(log2(queued)) for each queue with
-                               URLs queued: an index of the biggest backlogs
+    KEYS[14] backlog   zset    qid -> its backlog's bucket (0: fewer than 16
+                               queued; then one per power of two), every
+                               queue: an index of the biggest backlogs
                                (stats.lua 'top'), moved only when a queue's
-                               count crosses a power of two (record.lua)
+                               count crosses a power of two from 16 (record.lua)
 
   Why one hash for the state: a call reads the meta fields and the records
   of the queues it already knows (a commit's, a promise's) with one HMGET,

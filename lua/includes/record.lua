@@ -91,12 +91,14 @@ do
     QDIRTY[qid] = true
   end
 
-  -- A queue's place in the backlog index (keys.lua K_BACKLOG): the power
-  -- of two its queued count is at, -1 (not in the index) when empty.
+  -- A queue's place in the backlog index (keys.lua K_BACKLOG): 0 for fewer
+  -- than 16 queued (empty too: a crawl's many shallow queues never move),
+  -- then one step per power of two (16-31: 1, 32-63: 2, ...). A queue in
+  -- bucket b has fewer than 2^(b + 4) queued.
   local function backlog_bucket(q)
-    if q < 1 then return -1 end
+    if q < 16 then return 0 end
     local _, e = math.frexp(q)
-    return e - 1
+    return e - 4
   end
 
   -- The changed records as field/value pairs, appended to `args` (for the
@@ -108,10 +110,8 @@ do
       args[#args + 1] = qid
       args[#args + 1] = qpack(st)
       if st.q ~= st.q0 then
-        local was, now = backlog_bucket(st.q0), backlog_bucket(st.q)
-        if now ~= was then
-          if now < 0 then rcall('ZREM', K_BACKLOG, qid) else rcall('ZADD', K_BACKLOG, now, qid) end
-        end
+        local now = backlog_bucket(st.q)
+        if now ~= backlog_bucket(st.q0) then rcall('ZADD', K_BACKLOG, now, qid) end
         st.q0 = st.q
       end
       QDIRTY[qid] = nil
@@ -132,6 +132,7 @@ do
     -- (A shard whose first queue these scripts made keeps the backlog index
     -- of every queue: stats.lua 'top' trusts it only then.)
     if qid == '1' then mset('bix', '1') end
+    rcall('ZADD', K_BACKLOG, 0, qid)
     rcall('HSET', K_QIDS, name, qid)
     local st = qnew(name)
     st.iv = iv

@@ -34,6 +34,8 @@ const OPTIONS = {
   by: { type: 'string' },
   domain: { type: 'string', multiple: true },
   requeue: { type: 'boolean', default: false },
+  offset: { type: 'string' },
+  limit: { type: 'string' },
   yes: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -139,6 +141,15 @@ function statusView(values: Values): StatsView {
   return { ...(by === undefined && top === undefined ? {} : { by: by ?? 'backlog' }), ...(top === undefined ? {} : { count: top }) };
 }
 
+/** dead's page: --offset N (default 0), --limit N (default 100, at most 1,000). */
+function deadPage(values: Values): { offset: number; limit: number } {
+  const offset = values.offset === undefined ? 0 : Number(values.offset);
+  if (!Number.isInteger(offset) || offset < 0) throw new UsageError(`--offset must be a whole number ≥ 0, got ${values.offset}`);
+  const limit = positiveInt('limit', values.limit, 100);
+  if (limit > 1000) throw new UsageError(`--limit must be at most 1000, got ${limit}`);
+  return { offset, limit };
+}
+
 const KNOWN = new Set(['kickoff', 'worker', 'crawl', 'status', 'dead', 'hold', 'unhold', 'clear']);
 
 /**
@@ -174,7 +185,7 @@ async function dispatch(command: string, ctx: CommandContext, values: Values, do
     case 'status':
       return (await import('./status.js')).cmdStatus(ctx, statusFlags(values));
     case 'dead':
-      return (await import('./dead.js')).cmdDead(ctx, { requeue: values.requeue, json: values.json });
+      return (await import('./dead.js')).cmdDead(ctx, { requeue: values.requeue, json: values.json, ...deadPage(values) });
     case 'hold':
     case 'unhold':
       return (await import('./hold.js')).cmdHold(ctx, command === 'hold', domainArg);

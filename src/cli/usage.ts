@@ -10,7 +10,9 @@ usage:
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
   weir status SEED [--json] [--watch] [--top N [--by backlog|waiting|errors] | --domain D ...]
   weir status SEED --serve PORT [--host H]   a live page of the arena at http://H:PORT/ (read-only)
-  weir dead SEED [--requeue] [--json]    list dead-lettered URLs with reasons; --requeue re-drives them
+  weir dead SEED [--limit N] [--offset N] [--requeue] [--json]
+                                         dead-lettered URLs with reasons, a page at a time (100;
+                                         oldest first) and how many in all; --requeue re-drives all
   weir hold SEED [DOMAIN]                stop dequeuing (one domain, or the arena); leases out are kept
   weir unhold SEED [DOMAIN]
   weir clear SEED --yes                  delete every key of the arena (in bounded batches)

@@ -202,6 +202,10 @@ describe('weir CLI', () => {
       assert.equal(rows.length, 1);
       assert.match(rows[0]?.url ?? '', /^http:\/\/127\.0\.0\.1:\d+\/$/);
       assert.equal(rows[0]?.reason, 'gave up: HTTP 500');
+      // A page at a time, with the count of all: a dead letter of millions is never read whole.
+      assert.match((await run(['dead', seed, '--limit', '10', ...redisArgs])).stdout, /dead letter 1-1 of 1\n/);
+      assert.match((await run(['dead', seed, '--offset', '1', ...redisArgs])).stdout, /dead letter none at offset 1 of 1\n/);
+      assert.equal((await run(['dead', seed, '--limit', '5000', ...redisArgs])).code, 2);
       const requeued = await run(['dead', seed, '--requeue', ...redisArgs]);
       assert.match(requeued.stdout, /requeued 1 URLs/);
       assert.equal((await q.stats('ops')).queued, 1);
