@@ -44,7 +44,7 @@ export async function threeMasters(): Promise<Nodes> {
   return { label: '3-master cluster', url: `redis://127.0.0.1:${cluster.ports[0]}`, ports: await cluster.masterPorts(), client: () => cluster.client(), close: () => cluster.destroy() };
 }
 
-async function usageOf(ports: number[]): Promise<RedisUsage[]> {
+export async function usageOf(ports: number[]): Promise<RedisUsage[]> {
   return Promise.all(
     ports.map(async (port) => {
       const r = new Redis({ port, host: '127.0.0.1' });

@@ -33,6 +33,7 @@ import { cpuBenchmarks } from './cpu.js';
 import { politeCpuBenchmarks } from './polite-cpu.js';
 import { kickoffFileBenchmarks } from './kickoff-files.js';
 import { bigArenaBenchmarks } from './big-arena.js';
+import { frontierBenchmarks } from './frontier.js';
 import { revisitShareBenchmarks } from './revisit-share.js';
 import { adaptiveBenchmarks } from './adaptive.js';
 import { redisCapacityBenchmarks } from './redis-capacity.js';
@@ -55,7 +56,7 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), cpu (bench/cpu.ts: CPU per page beside wget and Crawlee), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), polite (bench/polite-cpu.ts: CPU per page at 2/s against unlimited), adaptive (bench/adaptive.ts: a learned pace shared by 1 and 4 workers against independent AutoThrottle-style clients), revisit (bench/revisit-share.ts: adaptive revisit intervals against a fixed one), kickoff (bench/kickoff-files.ts: 10^6 start URLs from a file), bigarena (bench/big-arena.ts: status, the page and metrics over 10^6 domains), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), cpu (bench/cpu.ts: CPU per page beside wget and Crawlee), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), polite (bench/polite-cpu.ts: CPU per page at 2/s against unlimited), adaptive (bench/adaptive.ts: a learned pace shared by 1 and 4 workers against independent AutoThrottle-style clients), revisit (bench/revisit-share.ts: adaptive revisit intervals against a fixed one), kickoff (bench/kickoff-files.ts: 10^6 start URLs from a file), bigarena (bench/big-arena.ts: status, the page and metrics over 10^6 domains), frontier (bench/frontier.ts: a simulated crawl over 10^6 domains on a 3-master Cluster), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
 /** The parts that run alone: each in a temporary directory, then the table, then exit. */
 const ALONE: Record<string, (dir: string) => Promise<void>> = {
@@ -69,6 +70,7 @@ const ALONE: Record<string, (dir: string) => Promise<void>> = {
   revisit: () => revisitShareBenchmarks(out),
   kickoff: (dir) => kickoffFileBenchmarks(out, dir),
   bigarena: (dir) => bigArenaBenchmarks(out, dir),
+  frontier: (dir) => frontierBenchmarks(out, dir),
   cpu: async (dir) => {
     const corpus = findCorpus();
     if (!corpus) throw new Error('BENCH_PART=cpu needs the python3-doc corpus: apt-get install python3-doc');

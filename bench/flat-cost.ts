@@ -10,8 +10,9 @@
  *   - the floor: a bare script touching structures of the same size (FLOOR_SCRIPT).
  * The ratio to the smallest arena is the figure to read (issue: ≤ 1.2×).
  */
-import type { Redis } from 'ioredis';
-import type { FairQueue, Lease } from '../src/queue/index.js';
+import { Redis } from 'ioredis';
+import { FairQueue, type Lease } from '../src/queue/index.js';
+import { threeMasters, usageOf } from './cluster-cost.js';
 import { drive, item } from './queue-cost.js';
 import { redisUsage } from './redis-usage.js';
 
@@ -31,6 +32,80 @@ async function cpuPerItem(redis: Redis, total: number, loops: number, op: () => 
   const { done, perSecond } = await drive(total, loops, op);
   const after = await redisUsage(redis);
   return { us: ((after.cpu - before.cpu) * 1e6) / done, perSecond };
+}
+
+/** The same on several nodes: each one's µs per item. */
+async function cpuPerItemOn(ports: number[], total: number, loops: number, op: () => Promise<number>): Promise<{ us: number[]; perSecond: number }> {
+  const before = await usageOf(ports);
+  const { done, perSecond } = await drive(total, loops, op);
+  const after = await usageOf(ports);
+  return { us: after.map((a, i) => ((a.cpu - (before[i]?.cpu ?? 0)) * 1e6) / done), perSecond };
+}
+
+async function usedMemoryOn(ports: number[]): Promise<number[]> {
+  return Promise.all(
+    ports.map(async (port) => {
+      const r = new Redis({ port, host: '127.0.0.1' });
+      try {
+        return await usedMemory(r);
+      } finally {
+        r.disconnect();
+      }
+    }),
+  );
+}
+
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+
+/**
+ * The same arenas on a local 3-master Cluster (12 shards, 4 a master):
+ * per master, Redis CPU per arena-wide item and memory per queue, as the
+ * arena grows (BENCH_PART=flat with BENCH_FLAT_CLUSTER=1).
+ */
+export async function flatClusterBenchmarks(n: number, out: Out): Promise<void> {
+  const sizes = (process.env.BENCH_FLAT_QUEUES ?? '100,10000,1000000').split(',').map(Number);
+  const nodes = await threeMasters();
+  const client = nodes.client();
+  const q = new FairQueue(client);
+  const base: { enqueue?: number; take?: number } = {};
+  try {
+    for (const queues of sizes) {
+      const arena = `cflat${queues}`;
+      await q.fixShards(arena);
+      const name = (i: number): string => `site-${String(i).padStart(7, '0')}.example`;
+      const m0 = await usedMemoryOn(nodes.ports);
+      for (let i = 0; i < queues; i += 10_000) {
+        await q.setLimits(arena, Object.fromEntries(Array.from({ length: Math.min(10_000, queues - i) }, (_, k) => [name(i + k), { rate: 'unlimited' as const }])));
+      }
+      const m1 = await usedMemoryOn(nodes.ports);
+      const fill = Math.max(2 * queues, 3 * n);
+      for (let k = 0; k < fill; k += 2000) await Promise.all(Array.from({ length: Math.min(2000, fill - k) }, (_, j) => q.enqueue(arena, name((k + j) % queues), [item(k + j)])));
+      let i = fill;
+      const enqueue = await cpuPerItemOn(nodes.ports, n, 64, async () => q.enqueue(arena, name(i % queues), [item(i++)]));
+      const held = new Map<number, Lease | null>();
+      let loop = 0;
+      const take = await cpuPerItemOn(nodes.ports, n, 64, async () => {
+        const me = loop++ % 64;
+        const prev = held.get(me) ?? null;
+        const next = prev ? await q.commitAndTake(prev).next : (await q.dequeue(arena)).lease;
+        held.set(me, next);
+        return prev ? 1 : 0;
+      });
+      for (const l of held.values()) if (l) await q.commit(l);
+      base.enqueue ??= sum(enqueue.us);
+      base.take ??= sum(take.us);
+      const of = `${queues.toLocaleString('en-US')} queues, 3 masters`;
+      const each = (us: number[]): string => us.map((u) => u.toFixed(1)).join(' / ');
+      out(`enqueue, ${of}: Redis CPU per item`, `${sum(enqueue.us).toFixed(1)} µs`, `per master ${each(enqueue.us)} µs; ${(sum(enqueue.us) / base.enqueue).toFixed(2)}× the ${sizes[0]?.toLocaleString('en-US')}-queue arena's`);
+      out(`dequeue+commit (commitAndTake), ${of}: Redis CPU per item`, `${sum(take.us).toFixed(1)} µs`, `per master ${each(take.us)} µs; ${(sum(take.us) / base.take).toFixed(2)}× the ${sizes[0]?.toLocaleString('en-US')}-queue arena's`);
+      out(`memory, ${of}`, `${((sum(m1) - sum(m0)) / queues).toFixed(0)} B/queue`, `per master ${m1.map((m, k) => `${((m - (m0[k] ?? 0)) / 2 ** 20).toFixed(1)}`).join(' / ')} MiB for the queues`);
+      await q.clear(arena);
+    }
+  } finally {
+    await q.close();
+    client.disconnect();
+    await nodes.close();
+  }
 }
 
 /**

@@ -27,7 +27,7 @@ import { sleepUntil } from '../src/sleep.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { clusterQueueBenchmarks } from './cluster-cost.js';
 import { queueCostBenchmarks } from './queue-cost.js';
-import { flatCostBenchmarks } from './flat-cost.js';
+import { flatClusterBenchmarks, flatCostBenchmarks } from './flat-cost.js';
 import { queueInstructionBenchmarks } from './queue-instructions.js';
 import { revisitMemoryBenchmarks } from './revisit-memory.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -308,7 +308,7 @@ if (PART === 'all' || PART === 'cluster') await clusterQueueBenchmarks(out, N);
 // 9. Instructions per call under callgrind, beside the seed design (bench/queue-instructions.ts).
 if (PART === 'all' || PART === 'instructions') await queueInstructionBenchmarks(out);
 // 11. Costs as the arena grows to 10^6 queues (bench/flat-cost.ts): only when asked, it takes minutes.
-if (PART === 'flat') await flatCostBenchmarks(redis, q, N, out);
+if (PART === 'flat') await (process.env.BENCH_FLAT_CLUSTER ? flatClusterBenchmarks(N, out) : flatCostBenchmarks(redis, q, N, out));
 // 10. What a URL kept for revisits costs Redis (bench/revisit-memory.ts).
 if (PART === 'all' || PART === 'revisit') await revisitMemoryBenchmarks(redis, q, out);
 

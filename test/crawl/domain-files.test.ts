@@ -8,14 +8,15 @@
  * links to any other domain not followed.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { runCrawl } from '../../src/crawl/run.js';
 import { DomainList, Scope } from '../../src/crawl/links/index.js';
-import { validateSeed } from '../../src/crawl/seed/index.js';
+import { storableSeed, validateSeed } from '../../src/crawl/seed/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../../src/crawl/urls/index.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { HostWeb } from '../helpers/host-web.js';
@@ -130,7 +131,17 @@ describe('domain files', () => {
       await writeFile(starts, [...Array.from({ length: SEEDS }, (_, i) => i), ...defaulted].map((i) => `${web.origin(name(i))}/`).join('\n'));
       const seed = validateSeed({ arena: 'domainfiles-web', domainFiles: [domains], startFiles: [starts], defaultRate: 8, maxInFlightPerDomain: 1, allowPrivateNetworks: true });
       await kickoff(world.redis, seed);
-      await runCrawl(world.redis, seed, { workers: 2, concurrency: 16, lookup: web.lookup() });
+      // The workers in processes of their own: the sites' arrival stamps are this process's, undelayed by the crawl's CPU.
+      const hosts = Object.fromEntries(Array.from({ length: HOSTS }, (_, i) => [name(i), web.addressOf(name(i)) as string]));
+      const runner = new URL('../fault/worker-runner.ts', import.meta.url).pathname;
+      const cfg = (w: number): string => JSON.stringify({ redisUrl: world.server.url, seed: storableSeed(seed), concurrency: 16, out: join(world.dir, `web-${w}.jsonl`), hosts });
+      await Promise.all(
+        [0, 1].map(async (w) => {
+          const p = spawn(process.execPath, ['--import', 'tsx', runner, cfg(w)], { stdio: ['ignore', 'ignore', 'inherit'] });
+          const [code] = (await once(p, 'exit')) as [number | null];
+          assert.equal(code, 0, `worker ${w} exited ${code}`);
+        }),
+      );
       // The sites a crawl may reach: from the start URLs, along home-page links, only into listed or defaulted sites.
       const allowed = new Set([...listed, ...defaulted]);
       const want = new Set<number>();

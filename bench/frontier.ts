@@ -1,0 +1,172 @@
+/**
+ * A simulated crawl over a million domains on a local 3-master Redis
+ * Cluster (BENCH_PART=frontier of npm run bench:crawl): a web generated on
+ * the fly by one loopback HTTP server that answers any host name
+ * (s<i>.sim), each page linking 16 pages of its own site (40 a site) and 4
+ * of other sites chosen by a hash; BENCH_SIM_DOMAINS (default 1,000,000)
+ * domains listed in a domain file, each with its home page as a start URL,
+ * kicked off by the built `weir kickoff`; BENCH_SIM_WORKERS (default 4)
+ * worker processes (the crawler's own, bench/sim-worker.ts, names resolved
+ * to 127.0.0.1) for BENCH_SIM_SECONDS (default 300). Every 5 s: pages
+ * done, each master's Redis CPU and commands, each master's memory, URLs
+ * queued. Reported: Redis CPU and commands per page in the first and last
+ * tenth of the run (by time), and memory as the frontier grows.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { crawlKeys } from '../src/crawl/store/keys.js';
+import { FairQueue } from '../src/queue/index.js';
+import { threeMasters, usageOf } from './cluster-cost.js';
+import { builtCli } from './cpu.js';
+import { writeGzLines } from './kickoff-files.js';
+import { callsBetween, totalCalls, type RedisUsage } from './redis-usage.js';
+
+type Out = (name: string, value: string, note?: string) => void;
+
+const run = promisify(execFile);
+const PAGES_PER_SITE = 40;
+const OWN_LINKS = 16;
+const OTHER_LINKS = 4;
+
+/** murmur3's finalizer: a well-spread 32-bit hash of a few integers. */
+function mix(...xs: number[]): number {
+  let h = 0x9e3779b9;
+  for (const x of xs) {
+    h = Math.imul(h ^ x, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    h ^= h >>> 16;
+  }
+  return h >>> 0;
+}
+
+/** The simulated web: any s<i>.sim host, pages /p/0 .. /p/39, robots.txt absent. */
+async function simulatedWeb(domains: number): Promise<{ port: number; served: () => number; close: () => Promise<void> }> {
+  let served = 0;
+  const server = createServer((req, res) => {
+    const host = /^s(\d+)\.sim(?::\d+)?$/.exec(req.headers.host ?? '');
+    const page = /^\/p\/(\d+)$/.exec(req.url ?? '');
+    if (!host || !page) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not here');
+      return;
+    }
+    served++;
+    const site = Number(host[1]);
+    const k = Number(page[1]);
+    const port = (server.address() as AddressInfo).port;
+    const links: string[] = [];
+    for (let j = 0; j < OWN_LINKS; j++) links.push(`<a href="/p/${mix(site, k, j) % PAGES_PER_SITE}">page</a>`);
+    for (let j = 0; j < OTHER_LINKS; j++) {
+      const other = mix(site, k, j, 7) % domains;
+      links.push(`<a href="http://s${other}.sim:${port}/p/${mix(other, j) % PAGES_PER_SITE}">elsewhere</a>`);
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><title>s${site} p${k}</title><p>A page of site ${site}.</p>${links.join('\n')}`);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    served: () => served,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}
+
+interface Sample {
+  at: number;
+  pages: number;
+  queued: number;
+  usage: RedisUsage[];
+  memory: number[];
+}
+
+async function memoryOf(ports: number[]): Promise<number[]> {
+  return Promise.all(
+    ports.map(async (port) => {
+      const r = new Redis({ port, host: '127.0.0.1' });
+      try {
+        return Number(/used_memory:(\d+)/.exec(await r.info('memory'))?.[1] ?? 0);
+      } finally {
+        r.disconnect();
+      }
+    }),
+  );
+}
+
+const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+
+/** Redis CPU µs (total and per master) and commands per page between two samples. */
+function between(a: Sample, b: Sample): { pages: number; cpu: number[]; commands: number } {
+  const pages = Math.max(1, b.pages - a.pages);
+  return {
+    pages: b.pages - a.pages,
+    cpu: b.usage.map((u, i) => ((u.cpu - (a.usage[i]?.cpu ?? 0)) * 1e6) / pages),
+    commands: sum(b.usage.map((u, i) => totalCalls(callsBetween(a.usage[i] as RedisUsage, u)))) / pages,
+  };
+}
+
+export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
+  const domains = Number(process.env.BENCH_SIM_DOMAINS ?? 1_000_000);
+  const workers = Number(process.env.BENCH_SIM_WORKERS ?? 4);
+  const seconds = Number(process.env.BENCH_SIM_SECONDS ?? 300);
+  const cli = builtCli();
+  const web = await simulatedWeb(domains);
+  const nodes = await threeMasters();
+  const client = nodes.client();
+  const queue = new FairQueue(client);
+  try {
+    await writeGzLines(join(dir, 'sim-domains.csv.gz'), domains, (i) => `s${i}.sim,10,2`);
+    await writeGzLines(join(dir, 'sim-start.txt.gz'), domains, (i) => `http://s${i}.sim:${web.port}/p/0`);
+    const seedPath = join(dir, 'sim.yaml');
+    await writeFile(seedPath, ['arena: sim', 'domainFiles: [sim-domains.csv.gz]', 'startFiles: [sim-start.txt.gz]', 'allowPrivateNetworks: true', 'sitemaps: false', 'bloom: { expectedUrls: 20000000, falsePositiveRate: 0.000001 }', ''].join('\n'));
+    const k0 = performance.now();
+    await run(process.execPath, [cli, 'kickoff', seedPath, '--redis', nodes.url], { env: { ...process.env, WEIR_LOG_LEVEL: 'warn' }, maxBuffer: 16 * 1024 * 1024 });
+    out(`simulated crawl: kickoff of ${domains.toLocaleString('en-US')} listed domains and their home pages, 3 masters`, `${((performance.now() - k0) / 1000).toFixed(0)} s`, '');
+    const statsKey = crawlKeys('sim', queue).stats;
+    const sample = async (): Promise<Sample> => {
+      const [pages, stats, usage, memory] = await Promise.all([client.hget(statsKey, '*:pages'), queue.stats('sim'), usageOf(nodes.ports), memoryOf(nodes.ports)]);
+      return { at: performance.now(), pages: Number(pages ?? 0), queued: stats.queued + stats.delayed, usage, memory };
+    };
+    const samples: Sample[] = [await sample()];
+    const procs = Array.from({ length: workers }, () =>
+      spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'sim-worker.ts'), nodes.url, seedPath, String(seconds)], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } }),
+    );
+    const exited = Promise.all(procs.map((p) => once(p, 'exit')));
+    let done = false;
+    void exited.then(() => (done = true));
+    while (!done) {
+      await new Promise((r) => setTimeout(r, 5000));
+      samples.push(await sample());
+    }
+    const first = samples[0] as Sample;
+    const last = samples.at(-1) as Sample;
+    const span = last.at - first.at;
+    // The run by time in tenths: each tenth's first and last sample.
+    const tenth = (t: number): [Sample, Sample] => {
+      const from = first.at + (span * t) / 10;
+      const to = first.at + (span * (t + 1)) / 10;
+      const inside = samples.filter((s) => s.at >= from - 1 && s.at <= to + 1);
+      return [inside[0] ?? first, inside.at(-1) ?? last];
+    };
+    const early = between(...tenth(0));
+    const late = between(...tenth(9));
+    const all = between(first, last);
+    out(`simulated crawl: ${workers} workers, ${(span / 1000).toFixed(0)} s`, `${all.pages.toLocaleString('en-US')} pages`, `${((all.pages * 1000) / span).toFixed(0)} pages/s; ${web.served().toLocaleString('en-US')} served; frontier (queued and waiting) ${first.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
+    const row = (c: { cpu: number[] }): string => `per master ${c.cpu.map((x) => x.toFixed(0)).join(' / ')} µs`;
+    out('Redis CPU per page, first tenth', `${sum(early.cpu).toFixed(0)} µs`, `${row(early)}; ${early.commands.toFixed(1)} commands per page; ${early.pages.toLocaleString('en-US')} pages`);
+    out('Redis CPU per page, last tenth', `${sum(late.cpu).toFixed(0)} µs`, `${row(late)}; ${late.commands.toFixed(1)} commands per page; ${late.pages.toLocaleString('en-US')} pages`);
+    out('last tenth / first tenth (Redis CPU per page)', (sum(late.cpu) / sum(early.cpu)).toFixed(2), 'target ≤ 1.2');
+    const grown = last.queued - first.queued;
+    out('Redis memory as the frontier grew', `${(sum(first.memory) / 2 ** 30).toFixed(2)} → ${(sum(last.memory) / 2 ** 30).toFixed(2)} GiB`, `per master ${last.memory.map((m) => (m / 2 ** 30).toFixed(2)).join(' / ')} GiB at the end${grown > 0 ? `; ${((sum(last.memory) - sum(first.memory)) / grown).toFixed(0)} B per URL the frontier gained` : ''}`);
+  } finally {
+    await queue.close();
+    client.disconnect();
+    await nodes.close();
+    await web.close();
+  }
+}
