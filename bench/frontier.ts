@@ -9,8 +9,10 @@
  * worker processes (the crawler's own, bench/sim-worker.ts, names resolved
  * to 127.0.0.1) for BENCH_SIM_SECONDS (default 300). Every 5 s: pages
  * done, each master's Redis CPU and commands, each master's memory, URLs
- * queued. Reported: Redis CPU and commands per page in the first and last
- * tenth of the run (by time), and memory as the frontier grows.
+ * queued. Reported: Redis CPU and commands per request (pages and
+ * robots.txt fetches: every domain's first request is its robots.txt) in
+ * the first and last tenth of the run (by time), and memory as the
+ * frontier grows.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -79,6 +81,8 @@ async function simulatedWeb(domains: number): Promise<{ port: number; served: ()
 
 interface Sample {
   at: number;
+  /** Requests done: pages, robots.txt fetches, redirect hops (a new domain's first request is its robots.txt). */
+  requests: number;
   pages: number;
   queued: number;
   usage: RedisUsage[];
@@ -100,13 +104,14 @@ async function memoryOf(ports: number[]): Promise<number[]> {
 
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
-/** Redis CPU µs (total and per master) and commands per page between two samples. */
-function between(a: Sample, b: Sample): { pages: number; cpu: number[]; commands: number } {
-  const pages = Math.max(1, b.pages - a.pages);
+/** Redis CPU µs (total and per master) and commands per request between two samples. */
+function between(a: Sample, b: Sample): { requests: number; pages: number; cpu: number[]; commands: number } {
+  const requests = Math.max(1, b.requests - a.requests);
   return {
+    requests: b.requests - a.requests,
     pages: b.pages - a.pages,
-    cpu: b.usage.map((u, i) => ((u.cpu - (a.usage[i]?.cpu ?? 0)) * 1e6) / pages),
-    commands: sum(b.usage.map((u, i) => totalCalls(callsBetween(a.usage[i] as RedisUsage, u)))) / pages,
+    cpu: b.usage.map((u, i) => ((u.cpu - (a.usage[i]?.cpu ?? 0)) * 1e6) / requests),
+    commands: sum(b.usage.map((u, i) => totalCalls(callsBetween(a.usage[i] as RedisUsage, u)))) / requests,
   };
 }
 
@@ -129,13 +134,21 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
     out(`simulated crawl: kickoff of ${domains.toLocaleString('en-US')} listed domains and their home pages, 3 masters`, `${((performance.now() - k0) / 1000).toFixed(0)} s`, '');
     const statsKey = crawlKeys('sim', queue).stats;
     const sample = async (): Promise<Sample> => {
-      const [pages, stats, usage, memory] = await Promise.all([client.hget(statsKey, '*:pages'), queue.stats('sim'), usageOf(nodes.ports), memoryOf(nodes.ports)]);
-      return { at: performance.now(), pages: Number(pages ?? 0), queued: stats.queued + stats.delayed, usage, memory };
+      const [counts, stats, usage, memory] = await Promise.all([client.hmget(statsKey, '*:pages', '*:robotsFetches', '*:redirects'), queue.stats('sim'), usageOf(nodes.ports), memoryOf(nodes.ports)]);
+      const [pages, robots, redirects] = counts.map((c) => Number(c ?? 0)) as [number, number, number];
+      return { at: performance.now(), requests: pages + robots + redirects, pages, queued: stats.queued + stats.delayed, usage, memory };
     };
     const samples: Sample[] = [await sample()];
-    const procs = Array.from({ length: workers }, () =>
-      spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'sim-worker.ts'), nodes.url, seedPath, String(seconds)], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } }),
-    );
+    const summaries: { dequeues: number; emptyDequeues: number; wakeups: number }[] = [];
+    const procs = Array.from({ length: workers }, () => {
+      const p = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'sim-worker.ts'), nodes.url, seedPath, String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
+      let text = '';
+      p.stdout.on('data', (d: Buffer) => (text += d.toString()));
+      p.on('exit', () => {
+        if (text.trim()) summaries.push(JSON.parse(text) as (typeof summaries)[number]);
+      });
+      return p;
+    });
     const exited = Promise.all(procs.map((p) => once(p, 'exit')));
     let done = false;
     void exited.then(() => (done = true));
@@ -156,13 +169,19 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
     const early = between(...tenth(0));
     const late = between(...tenth(9));
     const all = between(first, last);
-    out(`simulated crawl: ${workers} workers, ${(span / 1000).toFixed(0)} s`, `${all.pages.toLocaleString('en-US')} pages`, `${((all.pages * 1000) / span).toFixed(0)} pages/s; ${web.served().toLocaleString('en-US')} served; frontier (queued and waiting) ${first.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
-    const row = (c: { cpu: number[] }): string => `per master ${c.cpu.map((x) => x.toFixed(0)).join(' / ')} µs`;
-    out('Redis CPU per page, first tenth', `${sum(early.cpu).toFixed(0)} µs`, `${row(early)}; ${early.commands.toFixed(1)} commands per page; ${early.pages.toLocaleString('en-US')} pages`);
-    out('Redis CPU per page, last tenth', `${sum(late.cpu).toFixed(0)} µs`, `${row(late)}; ${late.commands.toFixed(1)} commands per page; ${late.pages.toLocaleString('en-US')} pages`);
-    out('last tenth / first tenth (Redis CPU per page)', (sum(late.cpu) / sum(early.cpu)).toFixed(2), 'target ≤ 1.2');
-    const grown = last.queued - first.queued;
-    out('Redis memory as the frontier grew', `${(sum(first.memory) / 2 ** 30).toFixed(2)} → ${(sum(last.memory) / 2 ** 30).toFixed(2)} GiB`, `per master ${last.memory.map((m) => (m / 2 ** 30).toFixed(2)).join(' / ')} GiB at the end${grown > 0 ? `; ${((sum(last.memory) - sum(first.memory)) / grown).toFixed(0)} B per URL the frontier gained` : ''}`);
+    out(`simulated crawl: ${workers} workers, ${(span / 1000).toFixed(0)} s`, `${all.requests.toLocaleString('en-US')} requests`, `${((all.requests * 1000) / span).toFixed(0)}/s: ${all.pages.toLocaleString('en-US')} pages (${web.served().toLocaleString('en-US')} served), the rest robots.txt (each new domain's first request); frontier (queued and waiting) ${first.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
+    const row = (c: { cpu: number[]; requests: number; pages: number; commands: number }): string => `per master ${c.cpu.map((x) => x.toFixed(0)).join(' / ')} µs; ${c.commands.toFixed(1)} commands per request; ${c.requests.toLocaleString('en-US')} requests, ${c.pages.toLocaleString('en-US')} of them pages`;
+    out('Redis CPU per request, first tenth', `${sum(early.cpu).toFixed(0)} µs`, row(early));
+    out('Redis CPU per request, last tenth', `${sum(late.cpu).toFixed(0)} µs`, row(late));
+    out('last tenth / first tenth (Redis CPU per request)', (sum(late.cpu) / sum(early.cpu)).toFixed(2), 'target ≤ 1.2');
+    const calls = new Map<string, number>();
+    last.usage.forEach((u, i) => {
+      for (const [cmd, n] of callsBetween(first.usage[i] as RedisUsage, u)) calls.set(cmd, (calls.get(cmd) ?? 0) + n);
+    });
+    const top = [...calls].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([cmd, n]) => `${cmd} ${(n / Math.max(1, all.requests)).toFixed(1)}`);
+    const w = { dequeues: sum(summaries.map((x) => x.dequeues)), empty: sum(summaries.map((x) => x.emptyDequeues)), wakeups: sum(summaries.map((x) => x.wakeups)) };
+    out('commands per request, the most called (inside scripts counted)', top.join(', '), `workers' dequeue calls per request ${(w.dequeues / Math.max(1, all.requests)).toFixed(2)}, empty ones ${(w.empty / Math.max(1, all.requests)).toFixed(2)}, wake-ups ${w.wakeups}`);
+    out('Redis memory as the frontier grew', `${(sum(first.memory) / 2 ** 30).toFixed(2)} → ${(sum(last.memory) / 2 ** 30).toFixed(2)} GiB`, `per master ${first.memory.map((m) => (m / 2 ** 30).toFixed(2)).join(' / ')} → ${last.memory.map((m) => (m / 2 ** 30).toFixed(2)).join(' / ')} GiB (the first master holds the arena's crawler keys: robots.txt cache, domain list, counters); ${((sum(last.memory) - sum(first.memory)) / Math.max(1, all.requests)).toFixed(0)} B per request`);
   } finally {
     await queue.close();
     client.disconnect();
