@@ -20,6 +20,7 @@ import { FairQueue } from '../src/queue/index.js';
 import { launchChromium } from '../test/helpers/browser.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { builtCli } from './cpu.js';
+import { usedMemory } from './redis-usage.js';
 import { writeGzLines } from './kickoff-files.js';
 
 type Out = (name: string, value: string, note?: string) => void;
@@ -39,8 +40,6 @@ async function timedCli(cli: string, args: string[], times = 5): Promise<{ best:
   ms.sort((a, b) => a - b);
   return { best: ms[0] ?? 0, median: ms[Math.floor(ms.length / 2)] ?? 0, stdout };
 }
-
-const usedMemory = async (redis: Redis): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? 0);
 
 export async function bigArenaBenchmarks(out: Out, dir: string): Promise<void> {
   const n = Number(process.env.BENCH_BIG_DOMAINS ?? 1_000_000);

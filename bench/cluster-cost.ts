@@ -15,12 +15,12 @@
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Redis, type Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startCluster, startRedis } from '../test/helpers/redis.js';
 import { drive, item } from './queue-cost.js';
-import { callsBetween, redisUsage, totalCalls, type RedisUsage } from './redis-usage.js';
+import { callsBetween, onEachNode, redisUsage, sum, totalCalls, type RedisUsage } from './redis-usage.js';
 import { startSyntheticWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
@@ -44,18 +44,8 @@ export async function threeMasters(): Promise<Nodes> {
   return { label: '3-master cluster', url: `redis://127.0.0.1:${cluster.ports[0]}`, ports: await cluster.masterPorts(), client: () => cluster.client(), close: () => cluster.destroy() };
 }
 
-export async function usageOf(ports: number[]): Promise<RedisUsage[]> {
-  return Promise.all(
-    ports.map(async (port) => {
-      const r = new Redis({ port, host: '127.0.0.1' });
-      try {
-        return await redisUsage(r);
-      } finally {
-        r.disconnect();
-      }
-    }),
-  );
-}
+/** What each node (a cluster's masters) has spent so far, by port. */
+export const usageOf = (ports: number[]): Promise<RedisUsage[]> => onEachNode(ports, redisUsage);
 
 /** Each master's CPU µs and commands per unit between two readings; and the totals. */
 function perUnit(before: RedisUsage[], after: RedisUsage[], units: number): { cpu: number[]; commands: number[] } {
@@ -65,7 +55,6 @@ function perUnit(before: RedisUsage[], after: RedisUsage[], units: number): { cp
   };
 }
 
-const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
 function report(out: Out, what: string, nodes: Nodes, unit: string, r: { cpu: number[]; commands: number[] }, rate?: number): void {
   const each = r.cpu.length > 1 ? `; per master ${r.cpu.map((c) => c.toFixed(1)).join(' / ')} µs, ${r.commands.map((c) => c.toFixed(1)).join(' / ')} cmds` : '';

@@ -12,32 +12,13 @@
  *     size (FLOOR_SCRIPT).
  * The ratio to the smallest arena is the figure to read (issue: ≤ 1.2×).
  */
-import { Redis, type Cluster } from 'ioredis';
-import { FairQueue, type Lease } from '../src/queue/index.js';
+import type { Cluster, Redis } from 'ioredis';
+import { FairQueue } from '../src/queue/index.js';
 import { threeMasters, usageOf } from './cluster-cost.js';
-import { drive, item } from './queue-cost.js';
+import { commitAndTakeLoops, drive, item } from './queue-cost.js';
+import { sum, usedMemoryOn } from './redis-usage.js';
 
 type Out = (name: string, value: string, note?: string) => void;
-
-const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
-
-/** Each node's used_memory once Redis has finished freeing what earlier runs UNLINKed (lazy free). */
-async function usedMemoryOn(ports: number[]): Promise<number[]> {
-  return Promise.all(
-    ports.map(async (port) => {
-      const r = new Redis({ port, host: '127.0.0.1' });
-      try {
-        for (;;) {
-          const info = await r.info('memory');
-          if (Number(/lazyfree_pending_objects:(\d+)/.exec(info)?.[1] ?? 0) === 0) return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-          await new Promise((res) => setTimeout(res, 20));
-        }
-      } finally {
-        r.disconnect();
-      }
-    }),
-  );
-}
 
 /** Each node's Redis CPU µs per item of `total` items done by `loops` loops of `op`. */
 async function cpuPerItem(ports: number[], total: number, loops: number, op: () => Promise<number>): Promise<{ us: number[]; perSecond: number }> {
@@ -97,16 +78,9 @@ async function arenaCosts(q: FairQueue, ports: number[], queues: number, n: numb
   const m2 = await usedMemoryOn(ports);
   let i = fill;
   const enqueue = await cpuPerItem(ports, n, 64, async () => q.enqueue(arena, name(i % queues), [item(i++)]));
-  const held = new Map<number, Lease | null>();
-  let loop = 0;
-  const take = await cpuPerItem(ports, n, 64, async () => {
-    const me = loop++ % 64;
-    const prev = held.get(me) ?? null;
-    const next = prev ? await q.commitAndTake(prev).next : (await q.dequeue(arena)).lease;
-    held.set(me, next);
-    return prev ? 1 : 0;
-  });
-  for (const l of held.values()) if (l) await q.commit(l);
+  const loops = commitAndTakeLoops(q, arena);
+  const take = await cpuPerItem(ports, n, 64, loops.op);
+  await loops.finish();
   await q.clear(arena);
   return { enqueue, take, perQueue: (sum(m1) - sum(m0)) / queues, perItem: (sum(m2) - sum(m1)) / fill, fill, masters: m1.map((m, k) => m - (m0[k] ?? 0)) };
 }

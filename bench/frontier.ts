@@ -21,13 +21,12 @@ import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { crawlKeys } from '../src/crawl/store/keys.js';
 import { FairQueue } from '../src/queue/index.js';
 import { threeMasters, usageOf } from './cluster-cost.js';
 import { builtCli } from './cpu.js';
 import { writeGzLines } from './kickoff-files.js';
-import { callsBetween, totalCalls, type RedisUsage } from './redis-usage.js';
+import { callsBetween, sum, totalCalls, usedMemoryOn, type RedisUsage } from './redis-usage.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -89,21 +88,6 @@ interface Sample {
   memory: number[];
 }
 
-async function memoryOf(ports: number[]): Promise<number[]> {
-  return Promise.all(
-    ports.map(async (port) => {
-      const r = new Redis({ port, host: '127.0.0.1' });
-      try {
-        return Number(/used_memory:(\d+)/.exec(await r.info('memory'))?.[1] ?? 0);
-      } finally {
-        r.disconnect();
-      }
-    }),
-  );
-}
-
-const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
-
 /** Redis CPU µs (total and per master) and commands per request between two samples. */
 function between(a: Sample, b: Sample): { requests: number; pages: number; cpu: number[]; commands: number } {
   const requests = Math.max(1, b.requests - a.requests);
@@ -134,7 +118,7 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
     out(`simulated crawl: kickoff of ${domains.toLocaleString('en-US')} listed domains and their home pages, 3 masters`, `${((performance.now() - k0) / 1000).toFixed(0)} s`, '');
     const statsKey = crawlKeys('sim', queue).stats;
     const sample = async (): Promise<Sample> => {
-      const [counts, stats, usage, memory] = await Promise.all([client.hmget(statsKey, '*:pages', '*:robotsFetches', '*:redirects'), queue.stats('sim'), usageOf(nodes.ports), memoryOf(nodes.ports)]);
+      const [counts, stats, usage, memory] = await Promise.all([client.hmget(statsKey, '*:pages', '*:robotsFetches', '*:redirects'), queue.stats('sim'), usageOf(nodes.ports), usedMemoryOn(nodes.ports)]);
       const [pages, robots, redirects] = counts.map((c) => Number(c ?? 0)) as [number, number, number];
       return { at: performance.now(), requests: pages + robots + redirects, pages, queued: stats.queued + stats.delayed, usage, memory };
     };
@@ -159,12 +143,11 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
     const first = samples[0] as Sample;
     const last = samples.at(-1) as Sample;
     const span = last.at - first.at;
-    // The run by time in tenths: each tenth's first and last sample.
+    // The run by time in tenths: the samples around each (the last at or before its start, the first at or after its end).
     const tenth = (t: number): [Sample, Sample] => {
       const from = first.at + (span * t) / 10;
       const to = first.at + (span * (t + 1)) / 10;
-      const inside = samples.filter((s) => s.at >= from - 1 && s.at <= to + 1);
-      return [inside[0] ?? first, inside.at(-1) ?? last];
+      return [[...samples].reverse().find((s) => s.at <= from + 1) ?? first, samples.find((s) => s.at >= to - 1) ?? last];
     };
     const early = between(...tenth(0));
     const late = between(...tenth(9));

@@ -51,6 +51,28 @@ async function measure(redis: Redis, total: number, loops: number, op: () => Pro
   return { perSecond, cpuUs: ((after.cpu - before.cpu) * 1e6) / done, commands: totalCalls(callsBetween(before, after)) / done };
 }
 
+/**
+ * `loops` loops each committing its lease and taking the next in one call
+ * (commitAndTake; the first take a dequeue): `op` for drive(), counting the
+ * items committed; `finish` commits the leases still held.
+ */
+export function commitAndTakeLoops(q: FairQueue, arena: string, loops = 64): { op: () => Promise<number>; finish: () => Promise<void> } {
+  const held = new Map<number, Lease | null>();
+  let loop = 0;
+  return {
+    op: async () => {
+      const me = loop++ % loops;
+      const prev = held.get(me) ?? null;
+      const next = prev ? await q.commitAndTake(prev).next : (await q.dequeue(arena)).lease;
+      held.set(me, next);
+      return prev ? 1 : 0;
+    },
+    finish: async () => {
+      for (const l of held.values()) if (l) await q.commit(l);
+    },
+  };
+}
+
 export const item = (i: number): string => `https://example.test/some/path/${String(i).padStart(8, '0')}?q=abcdefghij`.slice(0, 60);
 const row = (c: Cost): string => `${Math.round(c.perSecond).toLocaleString('en-US')}/s, ${c.cpuUs.toFixed(1)} µs, ${c.commands.toFixed(1)} cmds`;
 
@@ -107,16 +129,9 @@ export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number,
       await q.commit(r.lease);
       return 1;
     });
-    const held = new Map<number, Lease | null>();
-    let loop = 0;
-    const oneCall = await measure(redis, n, 64, async () => {
-      const me = loop++ % 64;
-      const prev = held.get(me) ?? null;
-      const next = prev ? await q.commitAndTake(prev).next : (await q.dequeue(on)).lease;
-      held.set(me, next);
-      return prev ? 1 : 0;
-    });
-    for (const l of held.values()) if (l) await q.commit(l);
+    const loops = commitAndTakeLoops(q, on);
+    const oneCall = await measure(redis, n, 64, loops.op);
+    await loops.finish();
     rates[queues] = oneCall.perSecond;
     out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir, two calls`, row(twoCalls), 'dequeue, then commit');
     out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir, commitAndTake`, row(oneCall), 'one call per item; Redis CPU per item target ≤ 12 µs');

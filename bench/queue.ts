@@ -21,6 +21,7 @@
 import { setMaxListeners } from 'node:events';
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { usedMemory } from './redis-usage.js';
 import { FairQueue, type Lease } from '../src/queue/index.js';
 import { arenaKeys } from '../src/queue/internal.js';
 import { sleepUntil } from '../src/sleep.js';
@@ -66,15 +67,6 @@ async function inFlight(total: number, concurrency: number, op: (i: number) => P
   );
 }
 
-/** used_memory once Redis has finished freeing what earlier runs UNLINKed (lazy free). */
-async function usedMemory(): Promise<number> {
-  for (;;) {
-    const info = await redis.info('memory');
-    if (Number(/lazyfree_pending_objects:(\d+)/.exec(info)?.[1] ?? 0) === 0) return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 console.log(`weir queue benchmark — redis-server ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1]}, N=${N}, node ${process.version}`);
 
 // BENCH_PART=rate runs only the rate run (section 6), throughput only sections 1-5, cost only section 7.
@@ -109,10 +101,10 @@ await q.destroy('enq');
 {
   await q.setLimits('mem', { a: { rate: 'unlimited' } });
   await q.enqueue('mem', 'a', [ITEM(0)]);
-  const before = await usedMemory();
+  const before = await usedMemory(redis);
   const M = 200_000;
   for (let i = 0; i < M; i += 1000) await q.enqueue('mem', 'a', Array.from({ length: 1000 }, (_, j) => ITEM(i + j + 1)));
-  const per = ((await usedMemory()) - before) / M;
+  const per = ((await usedMemory(redis)) - before) / M;
   out('Redis memory per queued 60-byte item (bytes)', per.toFixed(1), `used_memory delta over ${M.toLocaleString('en-US')} items`);
   await q.destroy('mem');
 }

@@ -3,7 +3,7 @@
  * main-thread CPU seconds (INFO cpu, user + sys) and calls by command
  * (INFO commandstats, commands run inside scripts counted too).
  */
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 
 export interface RedisUsage {
   cpu: number;
@@ -41,3 +41,31 @@ export function scriptUsecBetween(before: RedisUsage, after: RedisUsage): number
 }
 
 export const totalCalls = (calls: Map<string, number>): number => [...calls.values()].reduce((a, b) => a + b, 0);
+
+export const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+
+/** used_memory once Redis has finished freeing what earlier runs UNLINKed (lazy free). */
+export async function usedMemory(redis: Redis): Promise<number> {
+  for (;;) {
+    const info = await redis.info('memory');
+    if (Number(/lazyfree_pending_objects:(\d+)/.exec(info)?.[1] ?? 0) === 0) return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** `read` of each node (a cluster's masters), by port, each on a connection of its own. */
+export async function onEachNode<T>(ports: number[], read: (r: Redis) => Promise<T>): Promise<T[]> {
+  return Promise.all(
+    ports.map(async (port) => {
+      const r = new Redis({ port, host: '127.0.0.1' });
+      try {
+        return await read(r);
+      } finally {
+        r.disconnect();
+      }
+    }),
+  );
+}
+
+/** usedMemory of each node, by port. */
+export const usedMemoryOn = (ports: number[]): Promise<number[]> => onEachNode(ports, usedMemory);

@@ -9,6 +9,7 @@
  * would need at that rate.
  */
 import type { Redis } from 'ioredis';
+import { usedMemory } from './redis-usage.js';
 import type { FairQueue } from '../src/queue/index.js';
 import { encodeItem, queuedUrl } from '../src/crawl/store/index.js';
 
@@ -27,14 +28,6 @@ export function visitedItem(i: number): string {
       visit: { at: 1_764_745_000_000 + i, status: 200, etag: `"${(i * 2654435761).toString(16).slice(0, 8)}-5f3a1c2b"`, lastModified: 'Wed, 02 Dec 2026 10:00:00 GMT', digest: 'q8Xq0dJ6xqJmHn1hYl2QkX7bQ4c', capturedAt: 1_764_745_000_000 + i, intervalS: 86_400, visits: 3, changes: 1, gone: 0, warcDigest: null },
     }),
   );
-}
-
-async function usedMemory(redis: Redis): Promise<number> {
-  for (;;) {
-    const info = await redis.info('memory');
-    if (Number(/lazyfree_pending_objects:(\d+)/.exec(info)?.[1] ?? 0) === 0) return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export async function revisitMemoryBenchmarks(redis: Redis, q: FairQueue, out: Out): Promise<void> {

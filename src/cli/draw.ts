@@ -10,7 +10,6 @@ export function table(header: string[], rows: (string | number)[][]): string {
 
 const rate = (r: number | 'unlimited'): string => (r === 'unlimited' ? 'unlimited' : `${r}/s`);
 
-/** `weir status`: the arena's line, a row per domain, the Bloom filter's fill. */
 /** Which domains the table's rows are, when not all of them. */
 function shownLine(s: CrawlStats): string {
   const of = `of ${s.domainCount.toLocaleString('en-US')} domains`;
@@ -26,6 +25,7 @@ function shownLine(s: CrawlStats): string {
   }
 }
 
+/** `weir status`: the arena's line, a row per domain, the Bloom filter's fill. */
 export function formatStats(s: CrawlStats): string {
   const rows = s.domains.map((d) => [
     d.domain,

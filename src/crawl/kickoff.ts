@@ -72,22 +72,22 @@ interface Placed {
  * its domain list), else, with defaultRate, a domain of their own (keyed as
  * otherDomains keys new ones); else nowhere (a bad line).
  */
-function placer(scope: Scope, seed: Seed): (urls: string[]) => Promise<(Placed | { bad: string })[]> {
+function placer(scope: Scope, seed: Seed): (urls: URL[]) => Promise<(Placed | { bad: string })[]> {
   const keying = seed.otherDomains?.key ?? 'registrable';
   return async (urls) => {
-    const domains = await Promise.all(urls.map((u) => scope.domainOf(u)));
-    return urls.map((url, i) => {
+    const domains = await Promise.all(urls.map((u) => scope.domainOf(u.href, u)));
+    return urls.map((u, i) => {
       const domain = domains[i] ?? null;
-      if (domain !== null) return { url, domain, fresh: false };
-      if (seed.defaultRate !== null) return { url, domain: newDomainKey(new URL(url), keying), fresh: true };
-      return { bad: `${url.slice(0, 200)} is not inside any domain of rateLimits${seed.domainFiles.length > 0 ? ' or domainFiles' : ''}` };
+      if (domain !== null) return { url: u.href, domain, fresh: false };
+      if (seed.defaultRate !== null) return { url: u.href, domain: newDomainKey(u, keying), fresh: true };
+      return { bad: `${u.href.slice(0, 200)} is not inside any domain of rateLimits${seed.domainFiles.length > 0 ? ' or domainFiles' : ''}` };
     });
   };
 }
 
-/** The seed's inline list (start or sitemaps) placed; a URL with no place is an error naming it. */
+/** The seed's inline list (start or sitemaps: normalized when the seed was read) placed; a URL with no place is an error naming it. */
 async function placeInline(field: string, urls: readonly string[], place: ReturnType<typeof placer>): Promise<Placed[]> {
-  const placed = await place([...urls]);
+  const placed = await place(urls.map((u) => new URL(u)));
   return placed.map((p, i) => {
     if ('bad' in p) throw new SeedError(`${field}[${i}]`, p.bad);
     return p;

@@ -315,10 +315,10 @@ export class ArenaAdmin {
    * The `count` queues with the most URLs queued ('backlog', from each
    * shard's backlog index: no queue is read that is not shown or near it),
    * or those eligible and waiting for a worker longest ('waiting'), across
-   * every shard. `exact` is false when a shard's index bucket had to be cut
-   * (a queue left out may be as big as the last shown, never bigger than
-   * twice it). Null when a shard holds queues made before the index: page
-   * through queueStats instead.
+   * every shard. `exact` is false when a shard's index bucket was read in
+   * part and a queue it left out may be bigger than the last shown (though
+   * below the bucket's bound: lua/stats.lua). Null when a shard holds queues
+   * made before the index: page through queueStats instead.
    */
   async busiestQueues(arena: string, by: 'backlog' | 'waiting', count: number): Promise<{ queues: QueueStats[]; exact: boolean } | null> {
     checkInt('count', count, 1, LIMITS.maxStatsPage);

@@ -1,4 +1,4 @@
-import { readHistory, type History, crawlStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
+import { readHistory, type History, crawlStats, namedDomainStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
 import { crawlKeys, decodeItem } from '../crawl/store/index.js';
 import type { FairQueue, RedisClient } from '../queue/index.js';
 import { selectRows, type ViewQuery } from './view.js';
@@ -67,7 +67,7 @@ export class StatusSource {
     // A big arena's snapshot holds its biggest backlogs: a search also finds any domain by its exact name.
     let pool = stats.domains;
     if (stats.shown.by !== 'all' && query.q !== '' && !pool.some((d) => d.domain === query.q)) {
-      pool = [...pool, ...(await crawlStats(this.redis, this.arena, this.queue, { domains: [query.q] })).domains];
+      pool = [...pool, ...(await namedDomainStats(this.redis, this.arena, this.queue, [query.q], stats))];
     }
     const { matched, rows } = selectRows(pool, query);
     const history = await readHistory(this.redis, crawlKeys(this.arena, this.queue), rows.map((r) => r.domain), stats.now);

@@ -170,7 +170,6 @@ function cachedRead<T>(everyMs: number, read: () => Promise<T>): () => Promise<T
   };
 }
 
-/** The `n` domains with most URLs queued and leased. */
 /**
  * The `n` domains with most URLs queued: every domain of an arena of at
  * most n, else read from the backlog index (FairQueue.busiestQueues),
@@ -181,6 +180,7 @@ async function busiestDomains(queue: FairQueue, arena: string, n: number): Promi
   return (await queue.busiestQueues(arena, 'backlog', n))?.queues ?? busiest(await queue.allQueueStats(arena), n);
 }
 
+/** The `n` domains with most URLs queued and leased, of every queue read. */
 function busiest(stats: QueueStats[], n: number): QueueStats[] {
   if (stats.length <= n) return stats;
   return [...stats].sort((a, b) => b.queued + b.leased - (a.queued + a.leased)).slice(0, n);

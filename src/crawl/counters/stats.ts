@@ -2,7 +2,7 @@ import { FairQueue, type QueueStats, type RedisClient } from '../../queue/index.
 import { estimatedFalsePositiveRate } from '../dedupe/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../urls/index.js';
 import { workersSeen } from './history.js';
-import { crawlKeys, readFaults, readPauseNotes, type PauseNote, type WorkerFault } from '../store/index.js';
+import { crawlKeys, readFaults, readPauseNotes, type CrawlKeys, type PauseNote, type WorkerFault } from '../store/index.js';
 import { STARTED_AT_FIELD, TALLY_NAMES, tallyField, type TallyName } from './tally.js';
 
 /**
@@ -148,6 +148,27 @@ async function rowCounts(redis: RedisClient, key: string, domains: string[]): Pr
 }
 
 /**
+ * Rows for `queues`: each one's counters (one HMGET of theirs), why it
+ * waits and its Crawl-delay. `whole`: the queues are every queue of the
+ * arena, so the pause notes and Crawl-delays are read whole too (else only
+ * the rows' notes, and the Crawl-delays while there are few).
+ */
+async function domainRows(redis: RedisClient, keys: CrawlKeys, queues: QueueStats[], at: { now: number; startedAt: number | null }, whole: boolean): Promise<DomainStats[]> {
+  const names = queues.map((q) => q.name);
+  const elapsed = at.startedAt ? Math.max(0.001, (at.now - at.startedAt) / 1000) : null;
+  const [n, notes, delayCount] = await Promise.all([rowCounts(redis, keys.stats, names), readPauseNotes(redis, keys, whole ? undefined : names), redis.hlen(keys.crawlDelays)]);
+  // (Origins are matched to the queues read: for a top-N view, a subdomain's
+  // Crawl-delay may be shown on its parent's row when the subdomain's own queue is not shown.)
+  const crawlDelays = whole || delayCount <= CRAWL_DELAYS_READ_MAX ? crawlDelaysByDomain(await redis.hgetall(keys.crawlDelays), names) : new Map<string, number>();
+  return queues.map((q) => domainStats(q, n, { now: at.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
+}
+
+/** Rows for the domains named (those the arena has), as crawlStats' are: for a search beside a snapshot's rows (its `now` and `startedAt`). */
+export async function namedDomainStats(redis: RedisClient, arena: string, queue: FairQueue, names: readonly string[], at: { now: number; startedAt: number | null }): Promise<DomainStats[]> {
+  return domainRows(redis, crawlKeys(arena, queue), await queue.namedQueueStats(arena, names), at, false);
+}
+
+/**
  * Everything `weir status` shows, read from Redis (nothing guessed): the
  * arena's totals in constant time, and rows for the domains `view` picks
  * (every domain of a small arena by default).
@@ -156,24 +177,17 @@ export async function crawlStats(redis: RedisClient, arena: string, queue: FairQ
   const keys = crawlKeys(arena, queue);
   const totals = await queue.stats(arena);
   const totalFields = [...TALLY_NAMES.map((name) => tallyField('*', name)), STARTED_AT_FIELD];
-  const totalValues = await redis.hmget(keys.stats, ...totalFields);
-  const t = (name: TallyName): number => Number(totalValues[totalFields.indexOf(tallyField('*', name))] ?? 0);
-  const started = totalValues.at(-1);
+  const read = await redis.hmget(keys.stats, ...totalFields);
+  const totalOf = new Map(totalFields.map((f, i) => [f, read[i]]));
+  const t = (name: TallyName): number => Number(totalOf.get(tallyField('*', name)) ?? 0);
+  const started = totalOf.get(STARTED_AT_FIELD);
   const startedAt = started ? Number(started) : null;
-  const elapsed = startedAt ? Math.max(0.001, (totals.now - startedAt) / 1000) : null;
   const { queues, shown } = await rowQueues(redis, arena, queue, totals.queues, view);
-  const names = queues.map((q) => q.name);
-  const [n, notes, delayCount, workers, faults] = await Promise.all([
-    rowCounts(redis, keys.stats, names),
-    readPauseNotes(redis, keys, shown.by === 'all' ? undefined : names),
-    redis.hlen(keys.crawlDelays),
+  const [domains, workers, faults] = await Promise.all([
+    domainRows(redis, keys, queues, { now: totals.now, startedAt }, shown.by === 'all'),
     workersSeen(redis, keys, totals.now),
     readFaults(redis, keys),
   ]);
-  // (Origins are matched to the queues read: for a top-N view, a subdomain's
-  // Crawl-delay may be shown on its parent's row when the subdomain's own queue is not shown.)
-  const crawlDelays = shown.by === 'all' || delayCount <= CRAWL_DELAYS_READ_MAX ? crawlDelaysByDomain(await redis.hgetall(keys.crawlDelays), names) : new Map<string, number>();
-  const domains = queues.map((q) => domainStats(q, n, { now: totals.now, elapsed, note: notes.get(q.name), crawlDelay: crawlDelays.get(q.name) }));
   return {
     arena,
     exists: totals.exists,

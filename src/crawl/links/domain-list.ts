@@ -130,11 +130,6 @@ export class DomainList {
     return added;
   }
 
-  /** How many domains are listed. */
-  size(): Promise<number> {
-    return this.redis.hlen(this.key);
-  }
-
   /** The listed domain a (normalized, parsed) URL belongs to, or null. */
   match(url: URL): Promise<ListedDomain | null> {
     const { host, port } = hostAndPort(url);

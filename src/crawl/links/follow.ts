@@ -197,10 +197,11 @@ export class LinkFollower {
       const u = normalizeToUrl(loc, base);
       if (u && !listed.has(u.href) && (from.hosts === null || from.hosts.includes(u.host))) listed.set(u.href, u);
     }
-    const decisions = await Promise.all([...listed].map(([href, u]) => this.scope.decideDomain(href, u)));
-    for (const [i, href] of [...listed.keys()].entries()) {
+    const urls = [...listed.values()];
+    const decisions = await Promise.all(urls.map((u) => this.scope.decideDomain(u.href, u)));
+    for (const [i, u] of urls.entries()) {
       const d = decisions[i] as ScopeDecision;
-      if (d.ok) wanted.set(href, { domain: d.domain, other: d.other, item: queuedUrl(href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
+      if (d.ok) wanted.set(u.href, { domain: d.domain, other: d.other, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
     }
     // Those the dedupe filter had seen (read already, or queued) cost nothing:
     // their places go back, and to the next ones listed (a few rounds at most).

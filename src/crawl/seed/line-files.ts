@@ -68,21 +68,13 @@ async function* judged<T>(field: string, file: string, judge: LineJudge<T>): Asy
   let numbers: number[] = [];
   let texts: string[] = [];
   const verdicts = async (): Promise<[number, Judged<T>][]> => {
-    const out: [number, Judged<T>][] = [];
-    const content: number[] = [];
-    const asked: string[] = [];
-    texts.forEach((t, i) => {
-      if (Buffer.byteLength(t) > LINE_FILE_LIMITS.maxLineBytes) out.push([numbers[i] as number, { bad: `longer than ${LINE_FILE_LIMITS.maxLineBytes} bytes` }]);
-      else {
-        content.push(numbers[i] as number);
-        asked.push(t);
-      }
-    });
-    const answers = await judge(asked);
-    content.forEach((n, i) => out.push([n, answers[i] ?? null]));
+    const tooLong = texts.map((t) => Buffer.byteLength(t) > LINE_FILE_LIMITS.maxLineBytes);
+    const answers = await judge(texts.filter((_, i) => !tooLong[i]));
+    let next = 0;
+    const out = numbers.map((n, i): [number, Judged<T>] => [n, tooLong[i] ? { bad: `longer than ${LINE_FILE_LIMITS.maxLineBytes} bytes` } : (answers[next++] ?? null)]);
     numbers = [];
     texts = [];
-    return out.sort((a, b) => a[0] - b[0]);
+    return out;
   };
   for await (const [n, line] of numberedLines(field, file)) {
     const t = line.trim();

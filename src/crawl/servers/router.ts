@@ -51,10 +51,12 @@ export class ServerRouter implements QueueRouter {
       const got = await Promise.all(chunk.map((h) => this.book.addressOf(h)));
       chunk.forEach((h, j) => addressOf.set(h, got[j] ?? null));
     }
-    // One group per (queue, domain): each domain brings its own limits to the queue it shares.
+    // One group per (queue, domain): each domain brings its own limits to the queue it shares (looked up together).
+    const domains = [...batch.groups];
+    const limits = await Promise.all(domains.map(([domain]) => this.limitsOf(domain)));
     const groups = new Map<string, QueueGroup>();
-    for (const [domain, list] of batch.groups) {
-      const create = await this.limitsOf(domain);
+    for (const [i, [domain, list]] of domains.entries()) {
+      const create = limits[i];
       for (const q of list) {
         const address = addressOf.get(hostOf.get(q) as string) ?? null;
         const queue = address === null ? domain : serverQueue(address);
