@@ -215,7 +215,10 @@ export class SendPacer {
     );
     const every = this.windowMs / 3;
     for (;;) {
-      await Promise.race([settled, new Promise<void>((r) => setTimeout(r, every).unref())]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([settled, new Promise<void>((r) => (timer = setTimeout(r, every)))]);
+      // (Cleared, not left to fire a second after every request for nothing.)
+      clearTimeout(timer);
       if (done) return;
       const clock = this.queue.clockOf(lease.shard);
       // (The renewal counts from no later than Redis's time as it is sent.)
