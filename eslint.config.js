@@ -99,7 +99,7 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
-      globals: { performance: 'readonly', process: 'readonly' },
+      globals: { performance: 'readonly', process: 'readonly', URL: 'readonly', setTimeout: 'readonly' },
     },
   },
   {

@@ -68,8 +68,9 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
     if (process.stderr.isTTY && !process.env.WEIR_NO_PROGRESS) stopProgress = progressLine(process.stderr, progressText(worker, statsQueue, seed.arena), 1000);
     const summary = await worker.run();
     stopProgress?.();
-    const cpu = process.cpuUsage();
-    log.info({ ...summary, cpuUserMs: Math.round(cpu.user / 1000), cpuSystemMs: Math.round(cpu.system / 1000) }, 'worker finished');
+    const usage = process.resourceUsage();
+    // Sleeps (voluntary context switches): how often the event loop waited and woke; each wake costs CPU of its own.
+    log.info({ ...summary, cpuUserMs: Math.round(usage.userCPUTime / 1000), cpuSystemMs: Math.round(usage.systemCPUTime / 1000), sleeps: usage.voluntaryContextSwitches }, 'worker finished');
     // Stopped by its own fault (logged where it happened): the supervisor must see it.
     if (summary.exitReason === 'archiveFailed') return sig.exitCode() ?? EXIT.failure;
   } finally {
