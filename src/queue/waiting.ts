@@ -158,7 +158,8 @@ export class Waiting {
     }
     const waited = new Map(tags.map((t) => [t, this.nextWork.get(t)]));
     if (soonest && soonest.at - now <= DEFAULTS.timerWaitMaxMs) {
-      await sleep(soonest.at - now, signal);
+      // (Up to a millisecond late: the lease is still taken well ahead of its slot.)
+      await sleep(soonest.at - now, signal, 1);
       this.forgetSpent(waited, false);
       return { tag: soonest.tag, woken: false };
     }
