@@ -91,7 +91,10 @@ export class UrlFetch {
       }
       case 'slow-down': {
         const o = slowDown(res, item.paced, this.d.pacingFloorMs);
-        if (o.kind === 'pause') return { ...o, item: encodeItem({ ...item, paced: item.paced + 1 }) };
+        if (o.kind === 'pause') {
+          this.d.pacer.notePause(lease.queue, o.ms);
+          return { ...o, item: encodeItem({ ...item, paced: item.paced + 1 }) };
+        }
         return o.kind === 'fail' ? { ...o, record: { ...rec, ...o.record } } : o;
       }
       case 'server-error':

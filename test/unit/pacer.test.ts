@@ -284,4 +284,23 @@ describe('send pacer', () => {
       [false],
     );
   });
+  it('a request held ahead is not sent once its domain asked this worker to pause (Retry-After), and is again after the pause', async () => {
+    const clock = fakeClock(0);
+    const q = fakeQueue(clock);
+    const { pacer: p } = pacer(clock, q);
+    const held = await p.hold(lease(200, 500, 'paused.example'));
+    const other = await p.hold(lease(200, 500, 'other.example'));
+    assert.ok(held && other);
+    // The 429 of the domain's last request comes while this one waits for its slot.
+    p.notePause('paused.example', 1000);
+    assert.equal(held.mayGo(clock.t), false, 'held into the pause: not sent');
+    assert.equal(other.mayGo(clock.t), true, "another domain's request goes");
+    held.done();
+    assert.deepEqual(q.reports.find((r) => r.queue === 'paused.example')?.sent, false, 'reported never sent: the slot is freed');
+    assert.equal(p.pausedAt('paused.example', clock.t + 999), true);
+    assert.equal(p.pausedAt('paused.example', clock.t + 1000), false, 'the pause ends when asked');
+    // A shorter later pause does not shorten it.
+    p.notePause('paused.example', 10);
+    assert.equal(p.pausedAt('paused.example', clock.t + 500), true);
+  });
 });

@@ -7,9 +7,16 @@ export const PACING = {
   /**
    * Leases are taken up to this long before their slot (the queue's
    * `aheadMs`): a lane holds its lease to the slot, so the dequeue call's own
-   * delay costs no pace.
+   * delay costs no pace. Long enough that a lane done with a page mostly
+   * finds its next lease in the call that commits it, and sleeps once, to
+   * the slot, instead of waking for a dequeue and again for the slot (at
+   * 2/s a worker's CPU a page fell 15 % from 20 ms to 250, no lower beyond:
+   * docs/benchmarks.md). A domain's next slot is served only after its last
+   * send is reported, so a domain has at most one lease held ahead; one held
+   * by the worker that meets a Retry-After for its domain is not sent
+   * (SendPacer.notePause).
    */
-  aheadMs: 20,
+  aheadMs: 250,
   /**
    * Added to the interval after each reported send (lua/sent.lua), at any
    * rate (SendPacer.margin), unless the seed sets its own
@@ -49,6 +56,9 @@ export const PACING = {
    */
   lateHoldFromMs: 200,
 } as const;
+
+/** Pauses notePause keeps before it drops those that ended. */
+const MAX_PAUSES_KEPT = 1000;
 
 /** How many times hold() waits again when the clock's estimate moves the slot later while it waits. */
 const MAX_CLOCK_LOOKS = 3;
@@ -98,6 +108,8 @@ export class SlotSend implements SendGate {
       this.pacer.count(this.lease.queue, 'lateSlots');
       return false;
     }
+    // (Its domain asked this worker to slow down since the lease was taken: not sent, handed back.)
+    if (this.pacer.pausedAt(this.lease.queue, at)) return false;
     this.attempted = true;
     return true;
   }
@@ -138,6 +150,8 @@ export class SendPacer {
   private readonly sends = new WeakMap<Lease, SlotSend>();
   /** Per lease, where its send window counts from when renewed (Redis ms; else its servedAt), or -Infinity once lost. */
   private readonly windowFrom = new WeakMap<Lease, number>();
+  /** Per queue, until when (local ms) its domain asked this worker to pause (notePause). */
+  private readonly pausedUntil = new Map<string, number>();
 
   constructor(
     private readonly queue: SlotQueue,
@@ -147,6 +161,24 @@ export class SendPacer {
     /** The seed's sendMarginMs (null: PACING.marginMs). */
     private readonly marginMs: number | null = null,
   ) {}
+
+  /**
+   * A response of `queue`'s domain asked for a pause of `ms` (Retry-After):
+   * this worker's requests to it held ahead of their slots are not sent
+   * meanwhile. (The queue is paused in Redis as the lease settles; a lease
+   * taken before that would otherwise still go at its slot.)
+   */
+  notePause(queue: string, ms: number): void {
+    const until = this.clock.now() + ms;
+    if (until > (this.pausedUntil.get(queue) ?? 0)) this.pausedUntil.set(queue, until);
+    // (Bounded: ended pauses are dropped as new ones come.)
+    if (this.pausedUntil.size > MAX_PAUSES_KEPT) for (const [q, t] of this.pausedUntil) if (t <= this.clock.now()) this.pausedUntil.delete(q);
+  }
+
+  /** Whether a request to `queue` written at `at` (local ms) would be inside a pause noted here. */
+  pausedAt(queue: string, at: number): boolean {
+    return (this.pausedUntil.get(queue) ?? 0) > at;
+  }
 
   /** The margin after a write, whatever the queue's rate: the seed's sendMarginMs if it sets one, else PACING.marginMs. */
   margin(): number {
