@@ -12,6 +12,8 @@ import type { Revisits } from './revisit/index.js';
 /** What fetching a URL in its slot needs of the worker. */
 export interface UrlFetchDeps {
   pacer: SendPacer;
+  /** A Retry-After met: its domain's requests held ahead are not sent, here and in the other workers. */
+  pauseHeard: (queue: string, ms: number) => void;
   /** Each fetch's time and health, for the domain's learned pace (seed adaptivePace). */
   pace: SitePace;
   fetcher: Fetcher;
@@ -92,7 +94,7 @@ export class UrlFetch {
       case 'slow-down': {
         const o = slowDown(res, item.paced, this.d.pacingFloorMs);
         if (o.kind === 'pause') {
-          this.d.pacer.notePause(lease.queue, o.ms);
+          this.d.pauseHeard(lease.queue, o.ms);
           return { ...o, item: encodeItem({ ...item, paced: item.paced + 1 }) };
         }
         return o.kind === 'fail' ? { ...o, record: { ...rec, ...o.record } } : o;

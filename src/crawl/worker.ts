@@ -8,7 +8,7 @@ import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
 import { watchForEnd } from './end-watch.js';
 import { Fetcher, guardedLookup } from './fetch/index.js';
-import { commit, DomainQuota, fail, PACING, PageBudget, realClock, release, SendPacer, Settler, SitePace, type LeaseContext, type Outcome } from './lease/index.js';
+import { commit, DomainQuota, fail, PACING, PageBudget, PauseBroadcast, realClock, release, SendPacer, Settler, SitePace, type LeaseContext, type Outcome } from './lease/index.js';
 import { DomainList, LinkFollower, Scope } from './links/index.js';
 import { WarcWriter } from './output/index.js';
 import { fetchRobotsInSlot, RobotsCache, RobotsFetcher, RobotsGate, type RobotsSlotDeps } from './robots/index.js';
@@ -44,6 +44,7 @@ export class CrawlWorker {
   private readonly budget: PageBudget;
   private readonly quota: DomainQuota;
   private readonly pacer: SendPacer;
+  private readonly pauseBroadcast: PauseBroadcast;
   private readonly gate: RobotsGate;
   private readonly robotsSlot: RobotsSlotDeps;
   private readonly fetch: UrlFetch;
@@ -105,7 +106,8 @@ export class CrawlWorker {
     this.links = new LinkFollower(this.queue, seed, scope, localSeen, new PageBudget(redis, this.keys.sitemapBudget, seed.maxSitemaps), claims, this.quota, this.servers, options.onPage);
     this.robotsSlot = { queue: this.queue, pacer: this.pacer, gate: this.gate, robots, fetcher: this.fetcher, pauses: this.pauses, links: this.links, seed };
     const revisits = seed.revisit ? new Revisits(seed.revisit, new PageBudget(redis, this.keys.revisitUrls, seed.revisit.maxUrls)) : undefined;
-    this.fetch = new UrlFetch({ revisits, pacer: this.pacer, pace: new SitePace(this.queue, seed.arena, seed.adaptivePace, (domain, rate) => history.pace(domain, rate)), fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
+    this.pauseBroadcast = new PauseBroadcast(redis, this.keys.pauseChannel, (queue, ms) => this.pacer.notePause(queue, ms));
+    this.fetch = new UrlFetch({ revisits, pacer: this.pacer, pauseHeard: (queue, ms) => this.pauseBroadcast.tell(queue, ms), pace: new SitePace(this.queue, seed.arena, seed.adaptivePace, (domain, rate) => history.pace(domain, rate)), fetcher: this.fetcher, links: this.links, signal: this.fetchAbort.signal, tally: this.tally, metrics: options.metrics, maxBodyBytes: seed.maxBodyBytes, retryBaseMs: options.retryBaseMs, pacingFloorMs: options.pacingFloorMs });
     this.settler = new Settler({ queue: this.queue, budget: this.budget, quota: this.quota, tally: this.tally, out: options.out, metrics: options.metrics, log, archiving: this.archive !== undefined, pauses: this.pauses });
     // Every lane waits on these at once: concurrency can pass Node's default of 10 listeners.
     setMaxListeners(0, this.stop.signal, this.fetchAbort.signal);
@@ -164,10 +166,13 @@ export class CrawlWorker {
       log: this.log,
     });
     await this.fetcher.warmUp();
+    // (Not listening only costs the other workers' Retry-Afters being heard late: logged, not fatal.)
+    await this.pauseBroadcast.listen().catch((err: unknown) => this.log?.warn({ err }, "listening for other workers' Retry-After pauses failed"));
     try {
       await Promise.all([...Array.from({ length: concurrency }, () => this.lane()), watch]);
     } finally {
       clearInterval(flusher);
+      this.pauseBroadcast.close();
       await flush();
       await this.queue.close();
       await this.fetcher.close();

@@ -5,3 +5,4 @@ export * from './outcome.js';
 export * from './pacer.js';
 export * from './settle.js';
 export * from './site-pace.js';
+export * from './pause-broadcast.js';

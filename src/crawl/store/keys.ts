@@ -32,6 +32,8 @@ export function crawlKeys(arena: string, queue: ArenaKeyMaker) {
     workers: k('workers'),
     /** Why a domain was last paused by the crawler: field domain, JSON {why, until}. */
     pauses: k('pauses'),
+    /** A channel (PUBLISH) on which a worker tells the others of a Retry-After it met: JSON {queue, ms} (lease/pause-broadcast.ts). */
+    pauseChannel: k('pausechan'),
     /** Why workers stopped on a fault of their own (store/faults.ts): the latest few, newest first. */
     faults: k('faults'),
     /** Sitemaps queued from robots.txt and index files, against the seed's maxSitemaps (links/follow.ts). */
