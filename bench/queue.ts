@@ -245,7 +245,7 @@ async function rateRun(who: Contender, mode: 'deep' | 'refill'): Promise<void> {
     for (const n of names) await q.enqueue(arena, n, Array.from({ length: initial }, (_, j) => ITEM(j)));
     const fq = clients.map((c) => new FairQueue(c));
     start();
-    const aheadMs = who === 'weir ahead' ? 20 : 0;
+    const aheadMs = who === 'weir ahead' ? Number(process.env.BENCH_AHEAD_MS ?? 20) : 0;
     await Promise.all(
       fq.flatMap((w) =>
         Array.from({ length: LOOPS }, async () => {
