@@ -166,8 +166,9 @@ export class CrawlWorker {
       log: this.log,
     });
     await this.fetcher.warmUp();
-    // (Not listening only costs the other workers' Retry-Afters being heard late: logged, not fatal.)
-    await this.pauseBroadcast.listen().catch((err: unknown) => this.log?.warn({ err }, "listening for other workers' Retry-After pauses failed"));
+    // (Not awaited: Redis may be away at start, and not listening only costs
+    // the other workers' Retry-Afters being heard late: logged, not fatal.)
+    this.pauseBroadcast.listen().catch((err: unknown) => this.log?.warn({ err }, "listening for other workers' Retry-After pauses failed"));
     try {
       await Promise.all([...Array.from({ length: concurrency }, () => this.lane()), watch]);
     } finally {

@@ -35,7 +35,12 @@ export class PauseBroadcast {
       const pause = parsePause(text);
       if (pause) this.heard(pause.queue, pause.ms);
     });
-    await listener.subscribe(this.channel);
+    try {
+      await listener.subscribe(this.channel);
+    } catch (err) {
+      // (Closed before it was listening: nothing to tell.)
+      if (this.listener === listener) throw err;
+    }
   }
 
   /** A response of `queue`'s domain asked for `ms` of pause: this worker holds back at once, the others as the message comes. */
