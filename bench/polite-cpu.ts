@@ -70,8 +70,8 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
       for (let i = 0; i < CPU_RUNS; i++) {
         runs['2/s'].push(await crawl('2'));
         runs.unlimited.push(await crawl('unlimited'));
-        // (Once per arena kind is enough for the floor: it has no Redis.)
-        if (nodes.label !== 'one node') continue;
+        // (With the one-node runs only: the floor has no Redis.)
+        if (make !== oneNode) continue;
         for (const [label, rate] of [['2/s', 2], ['unlimited', 0]] as const) {
           const f = await floor(rate);
           floors[label].push(f.cpuMs / f.pages);

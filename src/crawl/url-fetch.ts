@@ -62,7 +62,8 @@ export class UrlFetch {
     } catch (err) {
       // The archive failed: the worker's fault, not the site's (the worker decides: worker.ts).
       if (isWeirError(err, 'WEIR_WARC')) throw err;
-      // Not sent: stopping, or too late for its slot (counted by the pacer).
+      // Not sent: stopping, too late for its slot (counted by the pacer), or
+      // its domain asked a worker for a pause since the lease was taken (SendPacer.notePause).
       if (this.d.signal.aborted || isWeirError(err, 'WEIR_LATE')) return release();
       const elapsedMs = (err as { elapsedMs?: number }).elapsedMs ?? 0;
       this.d.metrics?.fetchSeconds.observe(elapsedMs / 1000);
