@@ -1,7 +1,8 @@
 import type { RedisClient } from '../../queue/index.js';
+import { RETRY_POLICY } from './classify.js';
 
-/** Longest pause a message may ask for (a day): a stray message can't silence a domain for long. */
-const MAX_PAUSE_MS = 86_400_000;
+/** Longest pause a message may ask for: the longest the crawler itself pauses a domain for (a stray message can't silence one for longer). */
+const MAX_PAUSE_MS = RETRY_POLICY.maxRetryAfterSeconds * 1000;
 /** Longest queue name a message may carry (the queue's own limit is lower). */
 const MAX_QUEUE_CHARS = 1024;
 
