@@ -8,9 +8,13 @@ import { EXIT, exitCodeOf } from './exit.js';
 import { logFormat, makeLogger } from './log.js';
 import { pickRedis } from './redis.js';
 import type { StatusFlags } from './status.js';
+import type { WorkerFlags } from './worker.js';
 import type { StatsView } from '../crawl/counters/index.js';
 import { leaseMs, nonNegative, portNumber, positiveInt, USAGE, UsageError } from './usage.js';
 import { WARC_DEFAULTS } from '../crawl/output/index.js';
+// The limits' own module: the counters' index loads the stats reader too, some 60 ms for every command.
+// eslint-disable-next-line no-restricted-imports
+import { METRICS_LIMITS } from '../crawl/counters/metrics-limits.js';
 
 const OPTIONS = {
   redis: { type: 'string' },
@@ -23,6 +27,8 @@ const OPTIONS = {
   'lease-ms': { type: 'string' },
   'metrics-port': { type: 'string' },
   'metrics-host': { type: 'string' },
+  'metrics-top': { type: 'string' },
+  'metrics-domain': { type: 'string', multiple: true },
   'cluster-nodes': { type: 'string' },
   'redis-wait': { type: 'string' },
   'log-format': { type: 'string' },
@@ -95,13 +101,22 @@ export function workersToFill(seed: Pick<Seed, 'rateLimits' | 'maxInFlightPerDom
   return Math.max(1, Math.min(cores, Math.ceil(inFlight / concurrency)));
 }
 
-/** --metrics-host H (needs --metrics-port). */
-function metricsHostFlag(values: Values): { metricsHost?: string } {
+/** --metrics-port P [--metrics-host H] [--metrics-top N] [--metrics-domain D,...]: the endpoint, and which domains get series. */
+function metricsFlags(values: Values): Pick<WorkerFlags, 'metrics'> {
+  const port = values['metrics-port'];
   const host = values['metrics-host'];
-  if (host === undefined) return {};
-  if (values['metrics-port'] === undefined) throw new UsageError('--metrics-host needs --metrics-port P');
-  if (host.trim() === '') throw new UsageError('--metrics-host needs an address, like 127.0.0.1 or 0.0.0.0');
-  return { metricsHost: host };
+  const top = values['metrics-top'];
+  const named = values['metrics-domain']?.flatMap((v) => v.split(',')).map((d) => d.trim()).filter((d) => d !== '');
+  if (port === undefined) {
+    if (host !== undefined || top !== undefined || named !== undefined) throw new UsageError('--metrics-host, --metrics-top and --metrics-domain need --metrics-port P');
+    return {};
+  }
+  if (host !== undefined && host.trim() === '') throw new UsageError('--metrics-host needs an address, like 127.0.0.1 or 0.0.0.0');
+  const n = top === undefined ? METRICS_LIMITS.maxDomains : Number(top);
+  if (!/^\d+$/.test(top ?? '0') || n > METRICS_LIMITS.maxDomains) throw new UsageError(`--metrics-top must be a whole number from 0 to ${METRICS_LIMITS.maxDomains}, got ${top}`);
+  if (named !== undefined && named.length === 0) throw new UsageError('--metrics-domain needs a domain, like example.com (or several, comma-separated)');
+  if (named !== undefined && new Set(named).size > METRICS_LIMITS.maxNamedDomains) throw new UsageError(`--metrics-domain: at most ${METRICS_LIMITS.maxNamedDomains} domains`);
+  return { metrics: { port: portNumber(port, 'metrics-port'), host: host ?? '127.0.0.1', domains: { top: n, ...(named ? { named } : {}) } } };
 }
 
 /** --warc DIR [--warc-max-bytes N]. */
@@ -166,8 +181,7 @@ async function dispatch(command: string, ctx: CommandContext, values: Values, do
         concurrency: positiveInt('concurrency', values.concurrency, WORKER_DEFAULTS.concurrency),
         leaseMs: leaseMs(values['lease-ms']),
         redisWaitMs: (values['redis-wait'] === undefined ? 60 : nonNegative('redis-wait', values['redis-wait'])) * 1000,
-        ...(values['metrics-port'] !== undefined ? { metricsPort: portNumber(values['metrics-port'], 'metrics-port') } : {}),
-        ...metricsHostFlag(values),
+        ...metricsFlags(values),
         ...(values.out ? { out: values.out } : {}),
         ...warcFlag(values),
         exitWhenDone: values['exit-when-done'],

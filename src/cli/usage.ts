@@ -6,7 +6,7 @@ export const USAGE = `weir — a polite, horizontally scalable web crawler
 usage:
   weir demo                              crawl the bundled offline demo web (2 workers, a fresh arena)
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
-  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P [--metrics-host H]] [--redis-wait S]
+  weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P [--metrics-host H] [--metrics-top N] [--metrics-domain D,...]] [--redis-wait S]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
   weir status SEED [--json] [--watch] [--top N [--by backlog|waiting|errors] | --domain D ...]
   weir status SEED --serve PORT [--host H]   a live page of the arena at http://H:PORT/ (read-only)
@@ -33,6 +33,9 @@ options:
                      (capped backoff, each try logged) before exiting 3 (default 60)
   --metrics-port P   serve Prometheus metrics at http://127.0.0.1:P/metrics (worker)
   --metrics-host H   address the metrics listen on (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)
+  --metrics-top N    per-domain series for the N domains with most URLs queued (0-500, default 500)
+  --metrics-domain D per-domain series for domain D whatever its backlog (repeatable or comma-separated;
+                     at most 500)
   --cluster-nodes L  Redis Cluster nodes a connection (and the password) may go to, host:port,...
                      (else WEIR_CLUSTER_NODES; unset: any node the cluster announces)
   --lease-ms N       how long a worker holds a URL before it goes back if the worker dies

@@ -1,4 +1,4 @@
-import { loadMetrics } from '../crawl/counters/index.js';
+import { loadMetrics, type MetricsDomains } from '../crawl/counters/index.js';
 import { JsonlWriter } from '../crawl/output/index.js';
 import { storedSeed } from '../crawl/run.js';
 import { CrawlWorker } from '../crawl/worker.js';
@@ -15,9 +15,8 @@ export interface WorkerFlags {
   out?: string;
   exitWhenDone: boolean;
   leaseMs: number;
-  metricsPort?: number;
-  /** Where the metrics listen (default 127.0.0.1). */
-  metricsHost?: string;
+  /** Prometheus metrics: where they listen, and which domains get series. */
+  metrics?: { port: number; host: string; domains: MetricsDomains };
   redisWaitMs: number;
   warc?: { dir: string; maxBytes: number };
 }
@@ -46,14 +45,14 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
   const seed = await storedSeed(redis, local, { log, signal: sig.signal });
   const out = flags.out ? new JsonlWriter(flags.out) : undefined;
   const statsQueue = new FairQueue(redis);
-  const metrics = flags.metricsPort !== undefined ? new (await loadMetrics()).CrawlMetrics(statsQueue, local.arena) : undefined;
+  const metrics = flags.metrics ? new (await loadMetrics()).CrawlMetrics(statsQueue, local.arena, { domains: flags.metrics.domains }) : undefined;
   let stopProgress: (() => void) | undefined;
   try {
     if (!seed) return sig.exitCode() ?? EXIT.ok;
     await sayPlacement(redis, statsQueue, seed.arena, log);
-    if (metrics) {
-      const host = flags.metricsHost ?? '127.0.0.1';
-      log.info({ host, port: await metrics.listen(flags.metricsPort ?? 0, host) }, 'Prometheus metrics on /metrics');
+    if (metrics && flags.metrics) {
+      const { host } = flags.metrics;
+      log.info({ host, port: await metrics.listen(flags.metrics.port, host) }, 'Prometheus metrics on /metrics');
     }
     const worker = new CrawlWorker(redis, seed, {
       ...(metrics ? { metrics } : {}),

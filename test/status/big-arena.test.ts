@@ -83,6 +83,12 @@ describe('a big arena', () => {
     const series = text.split('\n').filter((l) => l.startsWith('weir_domain_queued{'));
     assert.equal(series.length, 500);
     assert.ok(series.some((l) => l.startsWith(`weir_domain_queued{domain="${name(0)}"} 401`)));
+    // An operator's own list beside a smaller top-N: each domain once, whatever its backlog; no series for a domain with no queue.
+    const queuedSeries = async (domains: { top?: number; named?: string[] }): Promise<string[]> =>
+      (await new CrawlMetrics(queue, ARENA, { domains }).registry.metrics()).split('\n').filter((l) => l.startsWith('weir_domain_queued{')).map((l) => l.replace(/^weir_domain_queued\{domain="([^"]+)"\} /, '$1 '));
+    assert.deepEqual(await queuedSeries({ top: 2, named: [name(12_345), name(1), 'nowhere.test', name(5100)] }), [`${name(0)} 401`, `${name(1)} 395`, `${name(12_345)} 0`, `${name(5100)} 1`]);
+    assert.deepEqual(await queuedSeries({ top: 0, named: [name(2)] }), [`${name(2)} 390`]);
+    assert.throws(() => new CrawlMetrics(queue, ARENA, { domains: { top: 501 } }), /top domains must be a whole number from 0 to 500/);
 
     // The command: the top N and which they are; by errors; by name.
     const run = (...args: string[]): string => {
@@ -96,9 +102,16 @@ describe('a big arena', () => {
     assert.match(run('--by', 'errors', '--top', '2'), /the 2 of 25,000 domains with the most failed URLs[\s\S]*d7001\.test/);
     const json = JSON.parse(run('--json', '--domain', name(3), '--domain', name(4))) as { domainCount: number; domains: { domain: string }[] };
     assert.deepEqual([json.domainCount, json.domains.map((d) => d.domain).sort()], [DOMAINS, [name(3), name(4)]]);
-    const bad = spawnSync(process.execPath, [cliBundle(), 'status', join(world.dir, 'big.yaml'), '--redis', world.server.url, '--by', 'size'], { encoding: 'utf8' });
-    assert.equal(bad.status, 2);
-    assert.match(bad.stderr, /--by must be backlog, waiting or errors/);
+    const refused = (command: string, ...args: string[]): string => {
+      const r = spawnSync(process.execPath, [cliBundle(), command, join(world.dir, 'big.yaml'), '--redis', world.server.url, ...args], { encoding: 'utf8' });
+      assert.equal(r.status, 2, r.stderr);
+      return r.stderr;
+    };
+    assert.match(refused('status', '--by', 'size'), /--by must be backlog, waiting or errors/);
+    assert.match(refused('worker', '--metrics-top', '5'), /--metrics-host, --metrics-top and --metrics-domain need --metrics-port P/);
+    assert.match(refused('worker', '--metrics-port', '0', '--metrics-top', '501'), /--metrics-top must be a whole number from 0 to 500, got 501/);
+    assert.match(refused('worker', '--metrics-port', '0', '--metrics-domain', ' , '), /--metrics-domain needs a domain/);
+    assert.match(refused('worker', '--metrics-port', '0', '--metrics-domain', Array.from({ length: 501 }, (_, i) => name(i)).join(',')), /--metrics-domain: at most 500 domains/);
     await queue.close();
   });
 });

@@ -4,17 +4,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { WeirError } from '../../errors.js';
 import type { FairQueue, QueueStats } from '../../queue/index.js';
 import type { TallyName } from './names.js';
-
-/**
- * What a scrape may cost: Redis is read for the arena's per-domain gauges
- * at most once per `redisEveryMs` (scrapes in between get that read), and
- * only the `maxDomains` domains with most URLs queued get a series (a
- * million-domain arena is not a million series a scrape, nor a read of a
- * million queues: the backlog index finds them). The
- * server gives a client `requestMs` to send its request and a kept-alive
- * one `idleMs` between requests.
- */
-export const METRICS_LIMITS = { redisEveryMs: 5000, maxDomains: 500, requestMs: 10_000, idleMs: 5000, maxConnections: 32 } as const;
+import { METRICS_LIMITS, type MetricsDomains } from './metrics-limits.js';
 
 /** The pacer's tallies of late requests, as weir_late_requests_total's outcomes. */
 const LATE_OUTCOMES: Partial<Record<TallyName, string>> = { lateSends: 'written_late', lateSlots: 'not_sent' };
@@ -62,13 +52,21 @@ export class CrawlMetrics {
   readonly lateRequests: Counter<'outcome'>;
   private server: Server | undefined;
 
-  /** `redisEveryMs`: how old a read of the arena a scrape may get (default METRICS_LIMITS.redisEveryMs). */
-  constructor(queue: FairQueue, arena: string, options: { redisEveryMs?: number } = {}) {
+  /**
+   * `redisEveryMs`: how old a read of the arena a scrape may get (default
+   * METRICS_LIMITS.redisEveryMs); `domains`: which get series (default the
+   * maxDomains busiest).
+   */
+  constructor(queue: FairQueue, arena: string, options: { redisEveryMs?: number; domains?: MetricsDomains } = {}) {
     const every = options.redisEveryMs ?? METRICS_LIMITS.redisEveryMs;
+    const top = options.domains?.top ?? METRICS_LIMITS.maxDomains;
+    const named = [...new Set(options.domains?.named ?? [])];
+    if (!Number.isInteger(top) || top < 0 || top > METRICS_LIMITS.maxDomains) throw new RangeError(`metrics: top domains must be a whole number from 0 to ${METRICS_LIMITS.maxDomains}, got ${top}`);
+    if (named.length > METRICS_LIMITS.maxNamedDomains) throw new RangeError(`metrics: at most ${METRICS_LIMITS.maxNamedDomains} domains named, got ${named.length}`);
     const registers = [this.registry];
-    // One read of every queue's counts, shared by the two per-domain gauges
+    // One read of the shown queues' counts, shared by the per-domain gauges
     // and by every scrape for redisEveryMs: a read in flight is joined.
-    const perDomain = cachedRead(every, () => busiestDomains(queue, arena, METRICS_LIMITS.maxDomains));
+    const perDomain = cachedRead(every, () => shownDomains(queue, arena, top, named));
     const arenaStats = cachedRead(every, () => queue.stats(arena));
     this.pages = new Counter({ name: 'weir_pages_total', help: 'Pages fetched to a final response, by status class', labelNames: ['status_class'], registers });
     this.bytes = new Counter({ name: 'weir_bytes_total', help: 'Body bytes read (after decompression)', registers });
@@ -170,13 +168,20 @@ function cachedRead<T>(everyMs: number, read: () => Promise<T>): () => Promise<T
   };
 }
 
+/** The `top` busiest domains and the `named` ones (those with a queue), each once. */
+async function shownDomains(queue: FairQueue, arena: string, top: number, named: readonly string[]): Promise<QueueStats[]> {
+  const [busiestRows, namedRows] = await Promise.all([top > 0 ? busiestDomains(queue, arena, top) : [], named.length > 0 ? queue.namedQueueStats(arena, named) : []]);
+  const seen = new Set(busiestRows.map((q) => q.name));
+  return [...busiestRows, ...namedRows.filter((q) => !seen.has(q.name))];
+}
+
 /**
  * The `n` domains with most URLs queued: every domain of an arena of at
  * most n, else read from the backlog index (FairQueue.busiestQueues),
  * without reading every queue; an arena made before the index is read whole.
  */
 async function busiestDomains(queue: FairQueue, arena: string, n: number): Promise<QueueStats[]> {
-  if ((await queue.stats(arena)).queues <= n) return queue.allQueueStats(arena);
+  if ((await queue.stats(arena)).queues <= n) return busiest(await queue.allQueueStats(arena), n);
   return (await queue.busiestQueues(arena, 'backlog', n))?.queues ?? busiest(await queue.allQueueStats(arena), n);
 }
 
