@@ -9,6 +9,10 @@
            (eligible queues, longest in the round first), 'names' (those named)
   ARGV[2]  count: queues at most (0..500); with 'names', the first name
   ARGV[3..] with 'names', the other names (500 in all at most)
+  ARGV[3]  with 'top' or 'waiting', 'ranks': only each queue's name and
+           rank key (its queued count; its eligible time, ms), for up to
+           10,000 queues (a page deeper than 500 is cut from these: see
+           FairQueue.busiestQueues)
 
   Returns {nowMs, totals, nextCursor, rows, exact}:
     totals = {queued, leased, delayed, done, dead, enqueued, queues, held,
@@ -27,8 +31,9 @@
 local MAX_TOP_SCAN = 20000
 
 local what = ARGV[1]
+local ranks_only = (what == 'top' or what == 'waiting') and ARGV[3] == 'ranks'
 local count = 0
-if what ~= 'names' then count = int_arg(2, 'count', 0, MAX_STATS_PAGE) end
+if what ~= 'names' then count = int_arg(2, 'count', 0, ranks_only and MAX_STATS_RANK or MAX_STATS_PAGE) end
 local now = now_us()
 local totals = {}
 for i, f in ipairs({ 'queued', 'leased', 'delayed', 'done', 'dead', 'enqueued', 'qseq', 'held', 'maxAttempts', 'dedupeBits', 'dedupeHashes', 'v', 'expired' }) do
@@ -73,14 +78,15 @@ if what == 'top' then
     repeat
       cand = rcall('ZREVRANGE', K_BACKLOG, read, read + chunk - 1, 'WITHSCORES')
       for i = 1, #cand, 2 do
-        local q = qstate(cand[i]).q
-        if q > 0 then ranked[#ranked + 1] = { qid = cand[i], q = q } end
+        local st = qstate(cand[i])
+        if st.q > 0 then ranked[#ranked + 1] = { qid = cand[i], q = st.q, name = st.name } end
       end
       read = read + #cand / 2
     until #cand / 2 < chunk or #ranked >= count or read >= MAX_TOP_SCAN
+    -- (Ties by name, as the client merges shards: a page cut here and the next cut there agree.)
     table.sort(ranked, function(a, b)
       if a.q ~= b.q then return a.q > b.q end
-      return tonumber(a.qid) < tonumber(b.qid)
+      return a.name < b.name
     end)
     for i = 1, mmin(count, #ranked) do qids[i] = ranked[i].qid end
     -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 4) queued.)
@@ -106,4 +112,14 @@ else
   end
   if qid <= last then next_cursor = qid end
 end
-return { fmt(mfloor(now / 1000)), totals, next_cursor, rows_of(qids), exact }
+-- Names and rank keys only (a deep page is cut from these by the caller, its rows read by name).
+local function ranks_of(ids)
+  local rows = {}
+  for i, qid in ipairs(ids) do
+    local st = qstate(qid)
+    rows[i] = { st.name, fmt(what == 'top' and st.q or mfloor(mmax(st.nx, st.p) / 1000)) }
+  end
+  return rows
+end
+
+return { fmt(mfloor(now / 1000)), totals, next_cursor, ranks_only and ranks_of(qids) or rows_of(qids), exact }

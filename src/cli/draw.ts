@@ -13,15 +13,17 @@ const rate = (r: number | 'unlimited'): string => (r === 'unlimited' ? 'unlimite
 /** Which domains the table's rows are, when not all of them. */
 function shownLine(s: CrawlStats): string {
   const of = `of ${s.domainCount.toLocaleString('en-US')} domains`;
+  // (A page further down the order says where it starts.)
+  const after = s.shown.offset > 0 ? `, after the first ${s.shown.offset.toLocaleString('en-US')}` : '';
   switch (s.shown.by) {
     case 'named':
       return `${s.domains.length} ${of}, as named (--domain)`;
     case 'backlog':
-      return `the ${s.domains.length} ${of} with the most URLs queued${s.shown.exact ? '' : ' (the last few rows among several alike: others as big may be left out)'} (--top N, --by waiting|errors, --domain D)`;
+      return `the ${s.domains.length} ${of} with the most URLs queued${after}${s.shown.exact ? '' : ' (the last few rows among several alike: others as big may be left out)'} (--top N [--offset K], --by waiting|errors, --domain D)`;
     case 'waiting':
-      return `the ${s.domains.length} ${of} waiting longest for a worker while eligible (--top N, --by backlog|errors, --domain D)`;
+      return `the ${s.domains.length} ${of} waiting longest for a worker while eligible${after} (--top N [--offset K], --by backlog|errors, --domain D)`;
     default:
-      return `the ${s.domains.length} ${of} with the most failed URLs (--top N, --by backlog|waiting, --domain D)`;
+      return `the ${s.domains.length} ${of} with the most failed URLs${after} (--top N [--offset K], --by backlog|waiting, --domain D)`;
   }
 }
 

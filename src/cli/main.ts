@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadSeedFile, type Seed } from '../crawl/seed/index.js';
+import { LIMITS } from '../queue/index.js';
 import { WORKER_DEFAULTS } from '../crawl/worker-options.js';
 import { EmbeddedRedis } from '../embedded-redis.js';
 import type { CommandContext } from './context.js';
@@ -136,30 +137,38 @@ function statusFlags(values: Values): StatusFlags {
     return { json: values.json, watch: values.watch, host: '127.0.0.1', view: statusView(values) };
   }
   if (values.json || values.watch) throw new UsageError('--serve serves the page (its JSON is at /api/status): not with --json or --watch');
-  if (values.top !== undefined || values.by !== undefined || values.domain !== undefined) throw new UsageError('--top, --by and --domain are for the table: the page has its own views');
+  if (values.top !== undefined || values.by !== undefined || values.domain !== undefined || values.offset !== undefined) throw new UsageError('--top, --offset, --by and --domain are for the table: the page has its own views');
   const host = values.host ?? '127.0.0.1';
   if (host.trim() === '') throw new UsageError('--host needs an address, like 127.0.0.1 or 0.0.0.0');
   return { json: false, watch: false, serve: portNumber(values.serve, 'serve'), host };
 }
 
-/** status's rows: --top N [--by backlog|waiting|errors], or --domain D (repeatable). */
+/** status's rows: --top N [--offset K] [--by backlog|waiting|errors], or --domain D (repeatable). */
 function statusView(values: Values): StatsView {
   const by = values.by;
   if (by !== undefined && by !== 'backlog' && by !== 'waiting' && by !== 'errors') throw new UsageError(`--by must be backlog, waiting or errors, got ${by}`);
   const top = values.top === undefined ? undefined : positiveInt('top', values.top, 50);
   if (top !== undefined && top > 500) throw new UsageError(`--top must be at most 500, got ${top}`);
+  const offset = values.offset === undefined ? undefined : offsetFlag(values.offset);
   if (values.domain !== undefined) {
-    if (top !== undefined || by !== undefined) throw new UsageError('--domain shows the domains named: not with --top or --by');
+    if (top !== undefined || by !== undefined || offset !== undefined) throw new UsageError('--domain shows the domains named: not with --top, --offset or --by');
     if (values.domain.length > 500) throw new UsageError('--domain: at most 500 domains');
     return { domains: values.domain };
   }
-  return { ...(by === undefined && top === undefined ? {} : { by: by ?? 'backlog' }), ...(top === undefined ? {} : { count: top }) };
+  if (offset !== undefined && offset + (top ?? 50) > LIMITS.maxStatsRank) throw new UsageError(`--offset: pages end within the first ${LIMITS.maxStatsRank.toLocaleString('en-US')} rows (--offset + --top ≤ ${LIMITS.maxStatsRank}); --domain D shows any domain`);
+  const paged = by !== undefined || top !== undefined || offset !== undefined;
+  return { ...(paged ? { by: by ?? 'backlog' } : {}), ...(top === undefined ? {} : { count: top }), ...(offset ? { offset } : {}) };
+}
+
+function offsetFlag(text: string): number {
+  const offset = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(offset)) throw new UsageError(`--offset must be a whole number ≥ 0, got ${text}`);
+  return offset;
 }
 
 /** dead's page: --offset N (default 0), --limit N (default 100, at most 1,000). */
 function deadPage(values: Values): { offset: number; limit: number } {
-  const offset = values.offset === undefined ? 0 : Number(values.offset);
-  if (!Number.isInteger(offset) || offset < 0) throw new UsageError(`--offset must be a whole number ≥ 0, got ${values.offset}`);
+  const offset = values.offset === undefined ? 0 : offsetFlag(values.offset);
   const limit = positiveInt('limit', values.limit, 100);
   if (limit > 1000) throw new UsageError(`--limit must be at most 1000, got ${limit}`);
   return { offset, limit };

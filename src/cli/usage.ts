@@ -8,7 +8,7 @@ usage:
   weir kickoff SEED                      store the seed, set limits, enqueue the start URLs
   weir worker SEED [--concurrency N] [--out FILE.jsonl] [--warc DIR] [--exit-when-done] [--metrics-port P [--metrics-host H] [--metrics-top N] [--metrics-domain D,...]] [--redis-wait S]
   weir crawl SEED [--workers N] [--concurrency N] [--out FILE.jsonl] [--warc DIR]
-  weir status SEED [--json] [--watch] [--top N [--by backlog|waiting|errors] | --domain D ...]
+  weir status SEED [--json] [--watch] [--top N [--offset K] [--by backlog|waiting|errors] | --domain D ...]
   weir status SEED --serve PORT [--host H]   a live page of the arena at http://H:PORT/ (read-only)
   weir dead SEED [--limit N] [--offset N] [--requeue] [--json]
                                          dead-lettered URLs with reasons, a page at a time (100;
@@ -47,6 +47,8 @@ options:
                      waiting: eligible and waiting longest for a worker; errors: most failed URLs);
                      an arena of over 20,000 domains shows the top 50 by backlog unless asked
   --by B             backlog, waiting or errors (with --top; alone: the top 50)
+  --offset K         status: the rows after the first K of that order (a page further down;
+                     K + N ≤ 10,000); dead: the URLs after the first K
   --domain D         status rows for domain D (repeatable)
   --serve PORT       status as a live web page on PORT (0: any free port), JSON at /api/status
   --host H           address the page listens on (default 127.0.0.1: loopback only;

@@ -4,14 +4,14 @@
  * shard it concerns or to all of them (src/queue/shards.ts). FairQueue
  * (queue.ts) adds enqueue, dequeue and leases on top.
  */
-import { deadAcross, nextCursor, splitCursor, sumArenaStats } from './arena-wide.js';
+import { deadAcross, leftOutSmaller, nextCursor, sortByRank, splitCursor, sumArenaStats } from './arena-wide.js';
 import { bad, checkInt, checkName, checkRate } from './checks.js';
 import { unlinkNamespace } from './clear.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
 import { Layouts } from './layouts.js';
 import { holdsForReport, LIMITS } from './limits.js';
-import { decodeDead, decodeOutcome, decodeStats, type StatsReply } from './replies.js';
+import { decodeDead, decodeOutcome, decodeRanks, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
 import type { ArenaStats, DeadItem, Lease, LeaseOutcome, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
@@ -320,18 +320,33 @@ export class ArenaAdmin {
    * below the bucket's bound: lua/stats.lua). Null when a shard holds queues
    * made before the index: page through queueStats instead.
    */
-  async busiestQueues(arena: string, by: 'backlog' | 'waiting', count: number): Promise<{ queues: QueueStats[]; exact: boolean } | null> {
+  async busiestQueues(arena: string, by: 'backlog' | 'waiting', count: number, offset = 0): Promise<{ queues: QueueStats[]; exact: boolean } | null> {
     checkInt('count', count, 1, LIMITS.maxStatsPage);
+    checkInt('offset', offset, 0, LIMITS.maxStatsRank - count);
+    if (offset > 0) return this.busiestPage(arena, by, count, offset);
     const { tags } = await this.layout(arena);
     const parts = await Promise.all(tags.map(async (tag) => decodeStats(await this.run('stats', tag, [by === 'backlog' ? 'top' : 'waiting', count]))));
     if (parts.some((p) => p.exact < 0)) return null;
     const all = parts.flatMap((p) => p.queues);
-    if (by === 'backlog') all.sort((a, b) => b.queued - a.queued || (a.name < b.name ? -1 : 1));
-    else all.sort((a, b) => a.nextEligibleAt - b.nextEligibleAt || (a.name < b.name ? -1 : 1));
+    sortByRank(all, by, (q) => (by === 'backlog' ? q.queued : q.nextEligibleAt));
     const shown = all.slice(0, count);
-    // A shard that left queues out told how small they are (fewer than its bound): none may be bigger than a row shown.
-    const least = shown.length < count ? 0 : (shown.at(-1)?.queued ?? 0);
-    return { queues: shown, exact: by === 'waiting' || parts.every((p) => p.exact === 0 || least >= p.exact - 1) };
+    return { queues: shown, exact: by === 'waiting' || leftOutSmaller(parts, shown.length < count ? 0 : (shown.at(-1)?.queued ?? 0)) };
+  }
+
+  /**
+   * A page of the busiest below the first (ranks offset..offset+count): each
+   * shard's names and rank keys down to that rank, merged and cut as the
+   * first page is, then those rows read by name (their counts a moment
+   * later than their ranks).
+   */
+  private async busiestPage(arena: string, by: 'backlog' | 'waiting', count: number, offset: number): Promise<{ queues: QueueStats[]; exact: boolean } | null> {
+    const { tags } = await this.layout(arena);
+    const parts = await Promise.all(tags.map(async (tag) => decodeRanks(await this.run('stats', tag, [by === 'backlog' ? 'top' : 'waiting', offset + count, 'ranks']))));
+    if (parts.some((p) => p.exact < 0)) return null;
+    const ranked = sortByRank(parts.flatMap((p) => p.ranks), by, (r) => r.key).slice(offset, offset + count);
+    const rows = new Map((await this.namedQueueStats(arena, ranked.map((r) => r.name))).map((q) => [q.name, q]));
+    const queues = ranked.flatMap((r) => rows.get(r.name) ?? []);
+    return { queues, exact: by === 'waiting' || leftOutSmaller(parts, ranked.length < count ? 0 : (ranked.at(-1)?.key ?? 0)) };
   }
 
   /** The stats of the queues named (those that exist), each read on its own shard. */

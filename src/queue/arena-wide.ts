@@ -69,3 +69,22 @@ export async function deadAcross(
   }
   return out;
 }
+
+/**
+ * Shards' busiest queues in one order: by backlog, most queued first; by
+ * waiting, eligible longest first; ties by name (as lua/stats.lua cuts each
+ * shard's, so consecutive pages neither repeat nor skip a queue). In place.
+ */
+export function sortByRank<T extends { name: string }>(rows: T[], by: 'backlog' | 'waiting', key: (row: T) => number): T[] {
+  const sign = by === 'backlog' ? -1 : 1;
+  return rows.sort((a, b) => sign * (key(a) - key(b)) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * Whether no queue a shard's index left out could rank above the last row
+ * shown (`least` queued): each such shard told a bound its left-out queues
+ * are below (lua/stats.lua's exact).
+ */
+export function leftOutSmaller(parts: readonly { exact: number }[], least: number): boolean {
+  return parts.every((p) => p.exact === 0 || least >= p.exact - 1);
+}

@@ -41,6 +41,8 @@ export const LIMITS = {
   maxOffset: 1e15,
   /** Queues in one page of per-queue stats. */
   maxStatsPage: 500,
+  /** How deep the busiest queues (by backlog or waiting) may be paged: a page ends within this rank. */
+  maxStatsRank: 10_000,
   /** Shards one arena may have (src/queue/shards.ts). */
   maxShards: 1024,
 } as const;

@@ -146,3 +146,9 @@ export function decodeStats(r: unknown): StatsReply {
   });
   return { arena, queues, cursor: next === 0 ? null : Number(next), exact: exact ?? 0 };
 }
+
+/** stats' 'ranks' reply: each queue's name and rank key (queued; eligible at, ms), and `exact` as decodeStats reads it. */
+export function decodeRanks(r: unknown): { ranks: { name: string; key: number }[]; exact: number } {
+  const [, , , rows, exact] = r as [string, string[], number, [string, string][], number | undefined];
+  return { ranks: rows.map(([name, key]) => ({ name, key: Number(key) })), exact: exact ?? 0 };
+}

@@ -68,7 +68,7 @@ describe('backlog index', () => {
     await q.close();
   });
 
-  it('busiestQueues: the biggest backlogs, as a read of every queue ranks them; exact unless a bucket is cut; by name; on 3 shards; and not for an arena made before the index', async () => {
+  it('busiestQueues: the biggest backlogs, as a read of every queue ranks them; exact unless a bucket is cut; paged; by name; on 3 shards; and not for an arena made before the index', async () => {
     const q = new FairQueue(fx.redis);
     for (const shards of [1, 3]) {
       const arena = freshArena(`busiest${shards}`);
@@ -93,6 +93,19 @@ describe('backlog index', () => {
       assert.equal(cut.exact, false);
       const waiting = await q.busiestQueues(arena, 'waiting', 10);
       assert.equal(waiting?.queues.length, 10);
+      // Pages further down: consecutive pages are the order read at once, neither repeating nor skipping a queue.
+      const pages: string[] = [];
+      for (let offset = 0; offset < 60; offset += 7) {
+        const page = await q.busiestQueues(arena, 'backlog', Math.min(7, 60 - offset), offset);
+        assert.equal(page?.exact, true, `page at ${offset}`);
+        pages.push(...(page?.queues ?? []).map((s) => s.name));
+      }
+      assert.deepEqual(pages, all.slice(0, 60).map((s) => s.name));
+      const across = await q.busiestQueues(arena, 'backlog', 10, 55);
+      assert.deepEqual(across?.queues.slice(0, 5).map((s) => s.name), all.slice(55, 60).map((s) => s.name));
+      assert.equal(across?.exact, false, 'its last rows come from the bucket read in part');
+      assert.deepEqual((await q.busiestQueues(arena, 'waiting', 5, 5))?.queues.map((s) => s.name), waiting?.queues.slice(5).map((s) => s.name));
+      await assert.rejects(q.busiestQueues(arena, 'backlog', 500, 9501), /offset/);
       const named = await q.namedQueueStats(arena, ['big3', 'nothere', 'one7']);
       assert.deepEqual(named.map((s) => [s.name, s.queued]).sort(), [['big3', 41], ['one7', 2]]);
     }

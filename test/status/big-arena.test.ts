@@ -57,7 +57,7 @@ describe('a big arena', () => {
     assert.ok(s.domains.slice(40).every((d) => d.queued === 1));
     // (Rows 41-50 come from the index's lowest bucket, read in part: a queue of up to 15 could have been left out.)
     assert.equal(s.shown.exact, false);
-    assert.deepEqual((await crawlStats(world.redis, ARENA, queue, { count: 40 })).shown, { by: 'backlog', exact: true });
+    assert.deepEqual((await crawlStats(world.redis, ARENA, queue, { count: 40 })).shown, { by: 'backlog', exact: true, offset: 0 });
     assert.equal(s.totals.queued, 400 * 40 - 5 * (39 * 40) / 2 + 5001 + 1, 'with the start URL kickoff queued');
     assert.equal(s.totals.errors, 90);
     assert.deepEqual([s.domains[3]?.pages, s.domains[3]?.failed], [4, 10], 'a row carries its own counters');
@@ -100,6 +100,11 @@ describe('a big arena', () => {
     assert.match(table, /the 5 of 25,000 domains with the most URLs queued/);
     assert.equal(table.split('\n').filter((l) => /^d\d+\.test /.test(l)).length, 5);
     assert.match(run('--by', 'errors', '--top', '2'), /the 2 of 25,000 domains with the most failed URLs[\s\S]*d7001\.test/);
+    // A page further down each order.
+    const further = run('--top', '5', '--offset', '5');
+    assert.match(further, /the 5 of 25,000 domains with the most URLs queued, after the first 5/);
+    assert.deepEqual(further.split('\n').filter((l) => /^d\d+\.test /.test(l)).map((l) => l.split(' ')[0]), [5, 6, 7, 8, 9].map(name));
+    assert.deepEqual((await crawlStats(world.redis, ARENA, queue, { by: 'errors', count: 2, offset: 1 })).domains.map((d) => d.domain), [name(7000), name(3)]);
     const json = JSON.parse(run('--json', '--domain', name(3), '--domain', name(4))) as { domainCount: number; domains: { domain: string }[] };
     assert.deepEqual([json.domainCount, json.domains.map((d) => d.domain).sort()], [DOMAINS, [name(3), name(4)]]);
     const refused = (command: string, ...args: string[]): string => {
@@ -108,6 +113,9 @@ describe('a big arena', () => {
       return r.stderr;
     };
     assert.match(refused('status', '--by', 'size'), /--by must be backlog, waiting or errors/);
+    assert.match(refused('status', '--offset', '9990', '--top', '50'), /--offset: pages end within the first 10,000 rows/);
+    assert.match(refused('status', '--offset=1.5'), /--offset must be a whole number ≥ 0/);
+    assert.match(refused('status', '--domain', name(3), '--offset', '5'), /not with --top, --offset or --by/);
     assert.match(refused('worker', '--metrics-top', '5'), /--metrics-host, --metrics-top and --metrics-domain need --metrics-port P/);
     assert.match(refused('worker', '--metrics-port', '0', '--metrics-top', '501'), /--metrics-top must be a whole number from 0 to 500, got 501/);
     assert.match(refused('worker', '--metrics-port', '0', '--metrics-domain', ' , '), /--metrics-domain needs a domain/);

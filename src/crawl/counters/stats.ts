@@ -107,33 +107,37 @@ const ROW_TALLIES: TallyName[] = ['pages', 'redirects', 'robotsFetches', 'sitema
 export interface StatsView {
   by?: 'backlog' | 'waiting' | 'errors';
   count?: number;
+  /** With `by`: the rows after the first `offset` of that order (a page further; offset + count ≤ 10,000). */
+  offset?: number;
   domains?: readonly string[];
 }
 
-/** How the rows were chosen: `exact` false when the backlog index may have left out a domain as big as the last row. */
+/** How the rows were chosen: `exact` false when the backlog index may have left out a domain as big as the last row; `offset`: rows of the order skipped. */
 export interface RowsShown {
   by: 'all' | 'backlog' | 'waiting' | 'errors' | 'named';
   exact: boolean;
+  offset: number;
 }
 
 /** The queues to show a row for (see StatsView), read without reading every queue unless the arena is small. */
 async function rowQueues(redis: RedisClient, arena: string, queue: FairQueue, domainCount: number, view: StatsView): Promise<{ queues: QueueStats[]; shown: RowsShown }> {
   const count = Math.min(view.count ?? 50, 500);
-  if (view.domains) return { queues: await queue.namedQueueStats(arena, view.domains), shown: { by: 'named', exact: true } };
-  if (!view.by && domainCount <= ALL_DOMAINS_MAX) return { queues: await queue.allQueueStats(arena), shown: { by: 'all', exact: true } };
+  if (view.domains) return { queues: await queue.namedQueueStats(arena, view.domains), shown: { by: 'named', exact: true, offset: 0 } };
+  if (!view.by && domainCount <= ALL_DOMAINS_MAX) return { queues: await queue.allQueueStats(arena), shown: { by: 'all', exact: true, offset: 0 } };
   const by = view.by ?? 'backlog';
+  const offset = view.offset ?? 0;
   if (by === 'errors') {
-    const names = await redis.zrevrange(crawlKeys(arena, queue).errorDomains, 0, count - 1);
+    const names = await redis.zrevrange(crawlKeys(arena, queue).errorDomains, offset, offset + count - 1);
     const rows = await queue.namedQueueStats(arena, names);
     const rank = new Map(names.map((n, i) => [n, i]));
-    return { queues: rows.sort((a, b) => (rank.get(a.name) ?? 0) - (rank.get(b.name) ?? 0)), shown: { by, exact: true } };
+    return { queues: rows.sort((a, b) => (rank.get(a.name) ?? 0) - (rank.get(b.name) ?? 0)), shown: { by, exact: true, offset } };
   }
-  const top = await queue.busiestQueues(arena, by, count);
-  if (top) return { queues: top.queues, shown: { by, exact: top.exact } };
+  const top = await queue.busiestQueues(arena, by, count, offset);
+  if (top) return { queues: top.queues, shown: { by, exact: top.exact, offset } };
   // An arena whose queues were made before the backlog index: every queue read, then ranked.
   const all = await queue.allQueueStats(arena);
   all.sort(by === 'backlog' ? (a, b) => b.queued - a.queued : (a, b) => a.nextEligibleAt - b.nextEligibleAt);
-  return { queues: all.slice(0, count), shown: { by, exact: true } };
+  return { queues: all.slice(offset, offset + count), shown: { by, exact: true, offset } };
 }
 
 /** Each shown domain's counters: one HMGET of theirs, never the whole counter hash. */
