@@ -124,13 +124,16 @@ export class FairQueue extends LeaseEnds {
     const counts = reqs.map(() => 0);
     // (Items already seen left out first, while enough of them are: seen-check.ts.)
     const sent = k > 0 ? await this.seenCheck.leaveOutSeen(this.client, shardKey(this.prefix, tag, 'dedupe'), tag, shards, reqs) : reqs;
-    for (const call of enqueueCalls(sent, k, LIMITS.maxPerCall)) {
-      const flags = String(await this.run('enqueue', tag, [shards, ...call.args, ...opts]));
-      await this.replicas.after(tag);
+    // The calls go out together (one connection keeps their order): Redis works through them while this process does what comes next.
+    const calls = enqueueCalls(sent, k, LIMITS.maxPerCall);
+    const replies = await Promise.all(calls.map((call) => this.run('enqueue', tag, [shards, ...call.args, ...opts])));
+    await this.replicas.after(tag);
+    calls.forEach((call, i) => {
+      const flags = String(replies[i]);
       call.requestOf.forEach((req, j) => {
         if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;
       });
-    }
+    });
     if (k > 0) this.seenCheck.note(tag, reqs, counts);
     return counts;
   }
