@@ -7,7 +7,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { SeedError } from './checks.js';
@@ -19,6 +19,11 @@ import { SeedError } from './checks.js';
  * time; a line longer than `maxLineBytes` is bad.
  */
 export const LINE_FILE_LIMITS = { maxBadShare: 0.01, minTolerated: 10, examples: 10, batch: 10_000, maxLineBytes: 8192 } as const;
+
+/** Where lines end: \n, \r\n or a lone \r (as readline reads them). */
+const LINE_BREAK = /\r\n|\r|\n/;
+/** A line that ran past maxLineBytes, its text dropped (no line read from a file can be a lone \n). */
+const TOO_LONG = '\n';
 
 /** What a file holds, by a first read through it. */
 export interface LineFileCheck {
@@ -37,8 +42,16 @@ export type Judged<T> = { value: T } | { bad: string } | null;
 /** Judges a batch of lines (trimmed, not blank, not comments), one verdict each in order. */
 export type LineJudge<T> = (lines: string[]) => Judged<T>[] | Promise<Judged<T>[]>;
 
-/** The file's lines, numbered from 1. */
-async function* numberedLines(field: string, file: string): AsyncGenerator<[number, string]> {
+/**
+ * The file's lines, as they stream, in chunks: each chunk's lines and the
+ * number of its first (from 1). Lines end at \n, \r\n or a lone \r. A
+ * line longer than LINE_FILE_LIMITS.maxLineBytes is not kept whole, however
+ * long it runs (a file with no line breaks cannot fill memory): it comes as
+ * TOO_LONG. Whole chunks, not a line at a time: a list of a million lines
+ * would otherwise cost an iterator step, its promises and their garbage a
+ * line.
+ */
+async function* lineChunks(field: string, file: string): AsyncGenerator<{ first: number; lines: string[] }> {
   let gzip = false;
   try {
     const fh = await open(file, 'r');
@@ -55,9 +68,37 @@ async function* numberedLines(field: string, file: string): AsyncGenerator<[numb
   const raw = createReadStream(file, { highWaterMark: 256 * 1024 });
   const input: Readable = gzip ? raw.pipe(createGunzip()) : raw;
   raw.on('error', (err) => input.destroy(err));
+  const decoder = new StringDecoder('utf8');
+  // The line not yet ended (a '\r' at its end: perhaps the first half of a \r\n), and whether it ran past the limit (its text then dropped).
+  let pending = '';
+  let overlong = false;
   let n = 0;
+  const cut = (text: string, last: boolean): string[] => {
+    let buf = pending + text;
+    const held = !last && buf.endsWith('\r');
+    if (held) buf = buf.slice(0, -1);
+    const lines = buf.split(LINE_BREAK);
+    pending = lines.pop() ?? '';
+    if (overlong && lines.length > 0) {
+      lines[0] = TOO_LONG;
+      overlong = false;
+    }
+    if (pending.length > LINE_FILE_LIMITS.maxLineBytes) {
+      pending = '';
+      overlong = true;
+    }
+    if (held) pending += '\r';
+    if (last && (pending !== '' || overlong)) lines.push(overlong ? TOO_LONG : pending);
+    return lines;
+  };
   try {
-    for await (const line of createInterface({ input, crlfDelay: Infinity })) yield [++n, line];
+    for await (const chunk of input) {
+      const lines = cut(decoder.write(chunk as Buffer), false);
+      if (lines.length > 0) yield { first: n + 1, lines };
+      n += lines.length;
+    }
+    const lines = cut(decoder.end(), true);
+    if (lines.length > 0) yield { first: n + 1, lines };
   } catch (err) {
     throw new SeedError(field, `${file}: unreadable after line ${n}: ${(err as Error).message}`);
   }
@@ -68,7 +109,7 @@ async function* judged<T>(field: string, file: string, judge: LineJudge<T>): Asy
   let numbers: number[] = [];
   let texts: string[] = [];
   const verdicts = async (): Promise<[number, Judged<T>][]> => {
-    const tooLong = texts.map((t) => Buffer.byteLength(t) > LINE_FILE_LIMITS.maxLineBytes);
+    const tooLong = texts.map((t) => t === TOO_LONG || Buffer.byteLength(t) > LINE_FILE_LIMITS.maxLineBytes);
     const answers = await judge(texts.filter((_, i) => !tooLong[i]));
     let next = 0;
     const out = numbers.map((n, i): [number, Judged<T>] => [n, tooLong[i] ? { bad: `longer than ${LINE_FILE_LIMITS.maxLineBytes} bytes` } : (answers[next++] ?? null)]);
@@ -76,12 +117,16 @@ async function* judged<T>(field: string, file: string, judge: LineJudge<T>): Asy
     texts = [];
     return out;
   };
-  for await (const [n, line] of numberedLines(field, file)) {
-    const t = line.trim();
-    if (t === '' || t.startsWith('#')) continue;
-    numbers.push(n);
-    texts.push(t);
-    if (texts.length >= LINE_FILE_LIMITS.batch) yield await verdicts();
+  for await (const { first, lines } of lineChunks(field, file)) {
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i] as string;
+      // (TOO_LONG is told before trimming: it is white space.)
+      const t = line === TOO_LONG ? line : line.trim();
+      if (t === '' || t.startsWith('#')) continue;
+      numbers.push(first + i);
+      texts.push(t);
+      if (texts.length >= LINE_FILE_LIMITS.batch) yield await verdicts();
+    }
   }
   if (texts.length > 0) yield await verdicts();
 }
