@@ -2,8 +2,14 @@ import type { FairQueue, QueueLimit } from '../../queue/index.js';
 import { bloomPositions, type BloomParams } from '../dedupe/index.js';
 import { encodeItem, type QueuedUrl } from '../store/index.js';
 
-/** Domains whose enqueue calls are in flight at once (the queue client sends calls made together as one). */
-const DOMAINS_IN_FLIGHT = 256;
+/**
+ * Domains whose enqueue calls are in flight at once: the queue client sends
+ * calls made together as one batch of script calls, all written before the
+ * first reply. Enough for a kickoff batch of start URLs, each of its own
+ * domain, to go as one (a round trip per few hundred domains left Redis and
+ * this process waiting on each other by turns).
+ */
+const DOMAINS_IN_FLIGHT = 10_000;
 
 /** URLs grouped by the domain (the queue) each goes to, in the order added. */
 export class ByDomain {
