@@ -142,13 +142,11 @@ export function bloomPositions(key: string, params: BloomParams): number[] {
   let state = (g >>> 0) ^ Math.floor(g / 4294967296);
   const base = block * BLOCK_BITS;
   const out: number[] = [];
-  const used = new Set<number>();
   for (let i = 0; out.length < params.hashes && i < 4 * params.hashes + 64; i++) {
     state = (state + 0x9e3779b9) >>> 0;
-    const off = mix32(state) & (BLOCK_BITS - 1);
-    if (used.has(off)) continue;
-    used.add(off);
-    out.push(base + off);
+    const p = base + (mix32(state) & (BLOCK_BITS - 1));
+    // (Distinct offsets: a look along the few taken so far, not a Set a key: this runs for every link and start URL.)
+    if (!out.includes(p)) out.push(p);
   }
   return out;
 }
