@@ -34,18 +34,50 @@ export class Coalescer<Req, Res> {
   ) {}
 
   add(key: string, req: Req): Promise<Res> {
-    return new Promise<Res>((resolve, reject) => {
-      const linger = this.lingerFor(key);
-      let batch = this.pending.get(key);
-      if (!batch) {
-        batch = [];
-        this.pending.set(key, batch);
-        const b = batch;
-        if (linger > 0) setTimeout(() => this.flush(key, b), linger);
-        else setImmediate(() => this.flush(key, b));
+    return new Promise<Res>((resolve, reject) => this.push(key, { req, resolve, reject }));
+  }
+
+  private push(key: string, call: Pending<Req, Res>): void {
+    const linger = this.lingerFor(key);
+    let batch = this.pending.get(key);
+    if (!batch) {
+      batch = [];
+      this.pending.set(key, batch);
+      const b = batch;
+      if (linger > 0) setTimeout(() => this.flush(key, b), linger);
+      else setImmediate(() => this.flush(key, b));
+    }
+    batch.push(call);
+    if (batch.length >= this.maxBatch) this.flush(key, batch);
+  }
+
+  /**
+   * Many calls of one key at once, as `add` would take them one by one (in
+   * order, sharing batches with other calls), without a promise each: one
+   * for all, resolved when every one is answered.
+   */
+  addMany(key: string, reqs: readonly Req[]): Promise<Res[]> {
+    if (reqs.length === 0) return Promise.resolve([]);
+    return new Promise<Res[]>((resolve, reject) => {
+      const results = new Array<Res>(reqs.length);
+      let left = reqs.length;
+      let failed = false;
+      const fail = (e: unknown): void => {
+        // (The batch's own error, passed on as `add` passes it.)
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        if (!failed) reject(e);
+        failed = true;
+      };
+      for (let i = 0; i < reqs.length; i++) {
+        this.push(key, {
+          req: reqs[i] as Req,
+          resolve: (r) => {
+            results[i] = r;
+            if (--left === 0 && !failed) resolve(results);
+          },
+          reject: fail,
+        });
       }
-      batch.push({ req, resolve, reject });
-      if (batch.length >= this.maxBatch) this.flush(key, batch);
     });
   }
 

@@ -3,7 +3,7 @@
  * most `max` items a call, each call's items grouped by queue, each queue's
  * items in the order they were asked for; the options after them.
  */
-import { checkInt, checkRate } from './checks.js';
+import { checkDedupe, checkInt, checkItems, checkName, checkRate } from './checks.js';
 import { QueueArgumentError } from './errors.js';
 import { LIMITS } from './limits.js';
 import type { EnqueueOptions } from './types.js';
@@ -26,28 +26,82 @@ export interface EnqueueRequest {
   dedupe: readonly (readonly number[])[] | undefined;
 }
 
+/** One queue's enqueue checked (FairQueue.enqueue's arguments): its request, its count of bit positions an item, its option arguments. */
+export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number; opts: (string | number)[] } {
+  checkName('queue name', queue);
+  const k = checkDedupe(options.dedupe, items.length);
+  checkItems(items);
+  return { req: { queue, items, dedupe: options.dedupe }, k, opts: enqueueOptionArgs(queue, options) };
+}
+
+/** Requests by the script call key they share (shard, positions, options), each key's in the order given, with where each came from. */
+export function byCallKey(checked: readonly { req: EnqueueRequest }[], keyOf: (req: EnqueueRequest, i: number) => string): Map<string, { at: number[]; reqs: EnqueueRequest[] }> {
+  const out = new Map<string, { at: number[]; reqs: EnqueueRequest[] }>();
+  checked.forEach(({ req }, i) => {
+    if (req.items.length === 0) return;
+    const key = keyOf(req, i);
+    const b = out.get(key);
+    if (b) {
+      b.at.push(i);
+      b.reqs.push(req);
+    } else out.set(key, { at: [i], reqs: [req] });
+  });
+  return out;
+}
+
 /** One script call: its arguments, and for each of its items (in order) the request it came from. */
 export interface EnqueueCall {
   args: (string | number)[];
   requestOf: number[];
 }
 
-export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number, max: number): EnqueueCall[] {
-  const entries = reqs.flatMap((r, req) => r.items.map((item, j) => ({ req, queue: r.queue, item, bits: r.dedupe?.[j] ?? [] })));
-  const calls: EnqueueCall[] = [];
-  for (let i = 0; i < entries.length; i += max) {
-    const groups = new Map<string, typeof entries>();
-    for (const e of entries.slice(i, i + max)) {
-      const group = groups.get(e.queue);
-      if (group) group.push(e);
-      else groups.set(e.queue, [e]);
+/**
+ * The script calls for `reqs`: `before` and `after` (the shard count, the
+ * options) around each call's own arguments. Items are taken by index, a
+ * call's queues in the order they first appear in it (no object per item:
+ * a kickoff makes a million of these).
+ */
+export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number, max: number, before: readonly (string | number)[] = [], after: readonly (string | number)[] = []): EnqueueCall[] {
+  // Every item as (request, index in it), in request order.
+  const reqOf: number[] = [];
+  const idxOf: number[] = [];
+  reqs.forEach((r, req) => {
+    for (let j = 0; j < r.items.length; j++) {
+      reqOf.push(req);
+      idxOf.push(j);
     }
-    const ordered = [...groups.values()].flat();
-    const args: (string | number)[] = [k, groups.size];
+  });
+  const calls: EnqueueCall[] = [];
+  for (let start = 0; start < reqOf.length; start += max) {
+    const end = Math.min(reqOf.length, start + max);
+    // This call's items by queue, queues in order of first appearance.
+    const groups = new Map<string, number[]>();
+    for (let e = start; e < end; e++) {
+      const queue = (reqs[reqOf[e] as number] as EnqueueRequest).queue;
+      const group = groups.get(queue);
+      if (group) group.push(e);
+      else groups.set(queue, [e]);
+    }
+    const args: (string | number)[] = [...before, k, groups.size];
     for (const [queue, group] of groups) args.push(queue, group.length);
-    for (const e of ordered) args.push(e.item);
-    if (k > 0) for (const e of ordered) args.push(...e.bits);
-    calls.push({ args, requestOf: ordered.map((e) => e.req) });
+    const requestOf: number[] = [];
+    for (const group of groups.values()) {
+      for (const e of group) {
+        const r = reqs[reqOf[e] as number] as EnqueueRequest;
+        args.push(r.items[idxOf[e] as number] as string);
+        requestOf.push(reqOf[e] as number);
+      }
+    }
+    if (k > 0) {
+      for (const group of groups.values()) {
+        for (const e of group) {
+          const bits = reqs[reqOf[e] as number]?.dedupe?.[idxOf[e] as number] ?? [];
+          for (const b of bits) args.push(b);
+        }
+      }
+    }
+    for (const a of after) args.push(a);
+    calls.push({ args, requestOf });
   }
   return calls;
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { LeaseEnds } from './lease-ends.js';
-import { checkDedupe, checkInt, checkItems, checkName } from './checks.js';
+import { checkInt } from './checks.js';
 import { ShardClocks, type RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
-import { enqueueCalls, enqueueOptionArgs, type EnqueueRequest } from './enqueue-batch.js';
+import { byCallKey, checkedEnqueue, enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
 import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome } from './replies.js';
@@ -106,12 +106,32 @@ export class FairQueue extends LeaseEnds {
    */
   async enqueue(arena: string, queue: string, items: readonly string[], options: EnqueueOptions = {}): Promise<number> {
     validateArenaName(arena);
-    checkName('queue name', queue);
-    const k = checkDedupe(options.dedupe, items.length);
-    checkItems(items);
-    const opts = enqueueOptionArgs(queue, options);
+    const { req, k, opts } = checkedEnqueue(queue, items, options);
     if (items.length === 0) return 0;
-    return this.placing(arena, (layout) => this.enqueues.add(JSON.stringify([this.tagOf(layout, queue), layout.shards, k, opts]), { queue, items, dedupe: options.dedupe }));
+    return this.placing(arena, (layout) => this.enqueues.add(JSON.stringify([this.tagOf(layout, queue), layout.shards, k, opts]), req));
+  }
+
+  /**
+   * Many queues' enqueues at once, each as enqueue does it (all checked
+   * before any is sent; sharing script calls with each other and with
+   * concurrent calls); each one's count of new items, in order. No promise
+   * or async step a queue: a kickoff's batch of start URLs may be 10,000
+   * queues' enqueues.
+   */
+  async enqueueAll(arena: string, groups: readonly { queue: string; items: readonly string[]; options?: EnqueueOptions }[]): Promise<number[]> {
+    validateArenaName(arena);
+    const checked = groups.map((g) => checkedEnqueue(g.queue, g.items, g.options ?? {}));
+    return this.placing(arena, async (layout) => {
+      const counts = new Array<number>(groups.length).fill(0);
+      const calls = byCallKey(checked, (req, i) => JSON.stringify([this.tagOf(layout, req.queue), layout.shards, checked[i]?.k, checked[i]?.opts]));
+      await Promise.all(
+        [...calls].map(async ([key, b]) => {
+          const got = await this.enqueues.addMany(key, b.reqs);
+          b.at.forEach((i, j) => (counts[i] = got[j] ?? 0));
+        }),
+      );
+      return counts;
+    });
   }
 
   /**
@@ -125,8 +145,8 @@ export class FairQueue extends LeaseEnds {
     // (Items already seen left out first, while enough of them are: seen-check.ts.)
     const sent = k > 0 ? await this.seenCheck.leaveOutSeen(this.client, shardKey(this.prefix, tag, 'dedupe'), tag, shards, reqs) : reqs;
     // The calls go out together (one connection keeps their order): Redis works through them while this process does what comes next.
-    const calls = enqueueCalls(sent, k, LIMITS.maxPerCall);
-    const replies = await Promise.all(calls.map((call) => this.run('enqueue', tag, [shards, ...call.args, ...opts])));
+    const calls = enqueueCalls(sent, k, LIMITS.maxPerCall, [shards], opts);
+    const replies = await Promise.all(calls.map((call) => this.run('enqueue', tag, call.args)));
     await this.replicas.after(tag);
     calls.forEach((call, i) => {
       const flags = String(replies[i]);

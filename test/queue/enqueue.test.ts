@@ -155,6 +155,29 @@ describe('enqueue', () => {
     assert.deepEqual(seen.get('q49'), ['q49/2']);
   });
 
+  it('enqueueAll: many queues at once, as enqueue each (counts in order, dedupe, options, one script call); a bad one refused before anything is sent', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const names = Array.from({ length: 50 }, (_, i) => `q${i}`);
+    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
+    await q.configureDedupe(arena, { bits: BITS, hashes: K });
+    const before = await scriptCalls(fx.redis);
+    const items = (n: string, i: number): string[] => [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`];
+    const groups = names.map((n, i) => ({ queue: n, items: items(n, i), options: { dedupe: items(n, i).map(positions) } }));
+    // A queue made by its enqueue, and one with nothing to add, among them.
+    const made = { queue: 'made', items: ['m/1'], options: { dedupe: [positions('m/1')], create: { rate: 2, maxInFlight: 1 } } };
+    const added = await q.enqueueAll(arena, [...groups, { queue: 'q7', items: [] }, made]);
+    assert.deepEqual(added, [...names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)), 0, 1]);
+    assert.equal(await scriptCalls(fx.redis), before + 2, 'one script call for the queues as they are, one for the queue it makes');
+    const seen = new Map<string, string[]>();
+    for (const l of await takeAll(q, arena)) seen.set(l.queue, [...(seen.get(l.queue) ?? []), l.item]);
+    assert.deepEqual([seen.get('q0'), seen.get('q3'), seen.get('made')], [['q0/1', 'q0/2', 'q1/1'], ['q3/2', 'q4/1'], ['m/1']]);
+    assert.equal((await q.namedQueueStats(arena, ['made']))[0]?.rate, 2);
+    await assert.rejects(q.enqueueAll(arena, [{ queue: 'q1', items: ['fine'] }, { queue: '', items: ['x'] }]), { code: 'WEIR_BAD_NAME' });
+    await assert.rejects(q.enqueueAll(arena, [{ queue: 'q1', items: ['fine'] }, { queue: 'nope', items: ['x'] }]), { code: 'WEIR_UNKNOWN_QUEUE' });
+    assert.equal((await q.stats(arena)).queued, 0, 'nothing of a refused batch written (an unknown queue refuses its whole script call)');
+  });
+
   it('enqueue into an unknown queue is refused and writes nothing', async () => {
     const q = fx.queue();
     const arena = freshArena();

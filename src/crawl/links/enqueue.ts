@@ -1,13 +1,13 @@
-import type { FairQueue, QueueLimit } from '../../queue/index.js';
+import type { EnqueueOptions, FairQueue, QueueLimit } from '../../queue/index.js';
 import { bloomPositions, type BloomParams } from '../dedupe/index.js';
 import { encodeItem, type QueuedUrl } from '../store/index.js';
 
 /**
- * Domains whose enqueue calls are in flight at once: the queue client sends
- * calls made together as one batch of script calls, all written before the
- * first reply. Enough for a kickoff batch of start URLs, each of its own
- * domain, to go as one (a round trip per few hundred domains left Redis and
- * this process waiting on each other by turns).
+ * Queues' enqueues in flight at once: the queue client sends calls made
+ * together as one batch of script calls, all written before the first
+ * reply. Enough for a kickoff batch of start URLs, each of its own domain,
+ * to go as one (a round trip per few hundred domains left Redis and this
+ * process waiting on each other by turns).
  */
 const DOMAINS_IN_FLIGHT = 10_000;
 
@@ -88,21 +88,27 @@ export async function enqueueUrls(
   const groups: QueueGroup[] = router
     ? await router.regroup(batch)
     : [...batch.groups].map(([domain, list]) => ({ queue: domain, list, create: batch.others.has(domain) ? otherLimits : undefined }));
-  let enqueued = 0;
-  const send = (g: QueueGroup, list: QueuedUrl[], front: boolean): Promise<number> =>
-    list.length === 0
-      ? Promise.resolve(0)
-      : queue.enqueue(arena, g.queue, list.map(encodeItem), {
-          dedupe: list.map((q) => bloomPositions(q.url, bloom)),
-          ...(g.create ? { create: g.create, lower: g.lower === true } : {}),
-          ...(front ? { front } : {}),
-        });
-  for (let i = 0; i < groups.length; i += DOMAINS_IN_FLIGHT) {
-    const calls = groups.slice(i, i + DOMAINS_IN_FLIGHT).flatMap((g) => {
-      const front = g.list.filter((q) => inFrontBand(q, priorityDepth));
-      return front.length === 0 ? [send(g, g.list, false)] : [send(g, front, true), send(g, g.list.filter((q) => !inFrontBand(q, priorityDepth)), false)];
+  // Each queue's URLs in one enqueue, or two: those of its front band first.
+  const calls: { queue: string; items: string[]; options: EnqueueOptions }[] = [];
+  const add = (g: QueueGroup, list: QueuedUrl[], front: boolean): void => {
+    if (list.length === 0) return;
+    calls.push({
+      queue: g.queue,
+      items: list.map(encodeItem),
+      options: { dedupe: list.map((q) => bloomPositions(q.url, bloom)), ...(g.create ? { create: g.create, lower: g.lower === true } : {}), ...(front ? { front } : {}) },
     });
-    for (const n of await Promise.all(calls)) enqueued += n;
+  };
+  for (const g of groups) {
+    const front = g.list.filter((q) => inFrontBand(q, priorityDepth));
+    if (front.length === 0) add(g, g.list, false);
+    else {
+      add(g, front, true);
+      add(g, g.list.filter((q) => !inFrontBand(q, priorityDepth)), false);
+    }
+  }
+  let enqueued = 0;
+  for (let i = 0; i < calls.length; i += DOMAINS_IN_FLIGHT) {
+    for (const n of await queue.enqueueAll(arena, calls.slice(i, i + DOMAINS_IN_FLIGHT))) enqueued += n;
   }
   return enqueued;
 }
