@@ -57,8 +57,14 @@ async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
   return stored.bits === legacy.bits && stored.hashes === legacy.hashes ? stored : now;
 }
 
-/** Domain-list answers kickoff keeps (per generation): enough for the domains of a batch of start URLs and the next. */
-const KICKOFF_CACHE = 20_000;
+/**
+ * Domain-list answers kickoff keeps (per generation). None: start URLs are
+ * placed a batch at a time, each batch's hosts asked of Redis together (each
+ * once), and a list of 10^6 domains meets most hosts once; keeping every
+ * answer cost more than asking again (a 10^6-domain kickoff: a fifth of its
+ * CPU in the cache and the collector).
+ */
+const KICKOFF_CACHE = 0;
 
 /** A start URL and its queue; `fresh`: a domain no list names, joining the crawl at the seed's defaultRate. */
 interface Placed {
@@ -123,17 +129,26 @@ async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQue
   return { domains, created };
 }
 
-/** A start file's URLs queued a batch at a time, one batch queued while the next is read and placed (Redis and this process at work at once). */
+/** Batches of start URLs being queued at once: one in Redis while the next one's calls are made (each a LINE_FILE_LIMITS.batch of lines). */
+const BATCHES_IN_FLIGHT = 2;
+
+/**
+ * A start file's URLs queued a batch at a time, read and placed while
+ * earlier batches are queued, and a batch's calls made while the one before
+ * is in Redis: this process and Redis at work at once, not by turns.
+ */
 async function queueStartFile(file: string, judge: LineJudge<Placed>, enqueue: (batch: Placed[]) => Promise<number>): Promise<number> {
   let enqueued = 0;
-  let queuing = Promise.resolve(0);
+  const queuing: Promise<number>[] = [];
   for await (const batch of lineFileValues('startFiles', file, judge)) {
-    enqueued += await queuing;
-    queuing = enqueue(batch);
-    // (A failure is thrown by the await above or below, not left unhandled meanwhile.)
-    queuing.catch(() => undefined);
+    const next = enqueue(batch);
+    // (A failure is thrown by an await below, not left unhandled meanwhile.)
+    next.catch(() => undefined);
+    queuing.push(next);
+    if (queuing.length >= BATCHES_IN_FLIGHT) enqueued += await (queuing.shift() as Promise<number>);
   }
-  return enqueued + (await queuing);
+  for (const q of queuing) enqueued += await q;
+  return enqueued;
 }
 
 /**

@@ -61,7 +61,7 @@ export function candidateKeys(url: URL): string[] {
   return out;
 }
 
-/** Two maps: answers are looked up in both and added to the newer, which replaces the older when full or old. */
+/** Two maps: answers are looked up in both and added to the newer, which replaces the older when full or old. A size of 0 keeps nothing. */
 class TwoGenerations<V> {
   private newer = new Map<string, V>();
   private older = new Map<string, V>();
@@ -74,6 +74,7 @@ class TwoGenerations<V> {
   }
 
   set(k: string, v: V): void {
+    if (this.size === 0) return;
     if (this.newer.size >= this.size || Date.now() - this.bornAt > GENERATION_MS) {
       this.older = this.newer;
       this.newer = new Map();
@@ -121,9 +122,13 @@ export class DomainList {
         added += Number(n);
       }
     } else {
+      const writes: Promise<number>[] = [];
       for (let i = 0; i < rows.length; i += FIELDS_PER_CALL) {
-        await this.redis.hset(this.key, Object.fromEntries(rows.slice(i, i + FIELDS_PER_CALL).map((r) => [r.key, encode(r)])));
+        const fields: string[] = [];
+        for (const r of rows.slice(i, i + FIELDS_PER_CALL)) fields.push(r.key, encode(r));
+        writes.push(this.redis.hset(this.key, ...fields));
       }
+      await Promise.all(writes);
     }
     // (With onlyNew, a domain listed before keeps its limits: those known here stay.)
     for (const r of rows) if (!onlyNew || !this.byKey.get(r.key)) this.byKey.set(r.key, { rate: r.rate, maxInFlight: r.maxInFlight });
@@ -171,15 +176,18 @@ export class DomainList {
           if (cached === undefined) asked.push(k);
         }
       }
-      for (let i = 0; i < asked.length; i += FIELDS_PER_CALL) {
-        const chunk = asked.slice(i, i + FIELDS_PER_CALL);
-        const values = await this.redis.hmget(this.key, ...chunk);
+      // (The chunks' reads go out together: one round trip, not one a chunk.)
+      const chunks: string[][] = [];
+      for (let i = 0; i < asked.length; i += FIELDS_PER_CALL) chunks.push(asked.slice(i, i + FIELDS_PER_CALL));
+      const replies = await Promise.all(chunks.map((chunk) => this.redis.hmget(this.key, ...chunk)));
+      chunks.forEach((chunk, c) => {
+        const values = replies[c] ?? [];
         chunk.forEach((k, j) => {
           const limits = decode(values[j]);
           found.set(k, limits);
           this.byKey.set(k, limits);
         });
-      }
+      });
       const answers = new Map<string, ListedDomain | null>();
       for (const [hostPort, keys] of candidates) {
         // The longest key wins (a key with a port is longer than the same without); ties go to the more specific host.
