@@ -81,7 +81,7 @@ interface Placed {
 function placer(scope: Scope, seed: Seed): (urls: URL[]) => Promise<(Placed | { bad: string })[]> {
   const keying = seed.otherDomains?.key ?? 'registrable';
   return async (urls) => {
-    const domains = await Promise.all(urls.map((u) => scope.domainOf(u.href, u)));
+    const domains = await scope.domainsOf(urls);
     return urls.map((u, i) => {
       const domain = domains[i] ?? null;
       if (domain !== null) return { url: u.href, domain, fresh: false };

@@ -68,6 +68,9 @@ describe('domain files', () => {
       }
     });
     assert.ok(matched > 300, `the check met listed keys often (${matched} of 2000)`);
+    // A kickoff batch's way (no cache, all at once) places every URL where a page's links are placed.
+    const batch = new Scope({ rateLimits: {}, include: [], exclude: [] }, new DomainList(world.redis, 'weir:{domainfiles-prop}:domainlist', 0));
+    assert.deepEqual(await batch.domainsOf(urls), got);
   });
 
   it('kickoff: a gzipped list with a header and bad lines named by line, queues made with each limit; start URLs of unlisted domains at the default rate, or bad without one; again: nothing new', async () => {

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { RedisClient } from '../../queue/index.js';
+import { EncodedCommand, type RedisClient } from '../../queue/index.js';
 import { hostAndPort } from '../urls/index.js';
 import type { SeedRate } from '../seed/index.js';
 
@@ -147,6 +147,16 @@ export class DomainList {
     });
   }
 
+  /** The listed domain of each of many URLs (a kickoff batch), asked of Redis together: no promise a URL. */
+  async matchAll(urls: readonly URL[]): Promise<(ListedDomain | null)[]> {
+    const hostPorts = urls.map((u) => {
+      const { host, port } = hostAndPort(u);
+      return `${host} ${port}`;
+    });
+    const answers = await this.lookUp(urls.map((url, i) => ({ url, hostPort: hostPorts[i] as string })));
+    return hostPorts.map((h) => answers.get(h) ?? null);
+  }
+
   /** A listed domain's limits, or null when it is not listed. */
   async limitsOf(key: string): Promise<ListedLimits | null> {
     const known = this.byKey.get(key);
@@ -156,52 +166,70 @@ export class DomainList {
     return limits;
   }
 
-  /** Asks Redis about every host looked up in this turn: each candidate field once. */
+  /** Asks Redis about every host looked up in this turn. */
   private async flush(): Promise<void> {
     const asks = this.pending;
     this.pending = [];
     try {
-      const candidates = new Map<string, string[]>();
-      // (This call's own answers: the cache may drop some of them while it runs.)
-      const found = new Map<string, ListedLimits | null>();
-      const asked: string[] = [];
-      for (const a of asks) {
-        if (candidates.has(a.hostPort)) continue;
-        const keys = candidateKeys(a.url);
-        candidates.set(a.hostPort, keys);
-        for (const k of keys) {
-          if (found.has(k)) continue;
-          const cached = this.byKey.get(k);
-          found.set(k, cached ?? null);
-          if (cached === undefined) asked.push(k);
-        }
-      }
-      // (The chunks' reads go out together: one round trip, not one a chunk.)
-      const chunks: string[][] = [];
-      for (let i = 0; i < asked.length; i += FIELDS_PER_CALL) chunks.push(asked.slice(i, i + FIELDS_PER_CALL));
-      const replies = await Promise.all(chunks.map((chunk) => this.redis.hmget(this.key, ...chunk)));
-      chunks.forEach((chunk, c) => {
-        const values = replies[c] ?? [];
-        chunk.forEach((k, j) => {
-          const limits = decode(values[j]);
-          found.set(k, limits);
-          this.byKey.set(k, limits);
-        });
-      });
-      const answers = new Map<string, ListedDomain | null>();
-      for (const [hostPort, keys] of candidates) {
-        // The longest key wins (a key with a port is longer than the same without); ties go to the more specific host.
-        let best: ListedDomain | null = null;
-        for (const k of keys) {
-          const limits = found.get(k);
-          if (limits && (best === null || k.length > best.key.length)) best = { key: k, limits };
-        }
-        answers.set(hostPort, best);
-        this.byHost.set(hostPort, best);
-      }
+      const answers = await this.lookUp(asks);
       for (const a of asks) a.resolve(answers.get(a.hostPort) ?? null);
     } catch (err) {
       for (const a of asks) a.reject(err);
     }
+  }
+
+  /** The listed domain of each host asked (by "host port"), known ones from the cache; each candidate field asked once, in reads sent together. */
+  private async lookUp(asks: readonly { url: URL; hostPort: string }[]): Promise<Map<string, ListedDomain | null>> {
+    const candidates = new Map<string, string[]>();
+    // (This call's own answers: the cache may drop some of them while it runs.)
+    const found = new Map<string, ListedLimits | null>();
+    const asked: string[] = [];
+    for (const a of asks) {
+      if (candidates.has(a.hostPort)) continue;
+      const known = this.byHost.get(a.hostPort);
+      if (known !== undefined) {
+        candidates.set(a.hostPort, known ? [known.key] : []);
+        if (known) found.set(known.key, known.limits);
+        continue;
+      }
+      const keys = candidateKeys(a.url);
+      candidates.set(a.hostPort, keys);
+      for (const k of keys) {
+        if (found.has(k)) continue;
+        const cached = this.byKey.get(k);
+        found.set(k, cached ?? null);
+        if (cached === undefined) asked.push(k);
+      }
+    }
+    const chunks: string[][] = [];
+    for (let i = 0; i < asked.length; i += FIELDS_PER_CALL) chunks.push(asked.slice(i, i + FIELDS_PER_CALL));
+    const replies = await Promise.all(chunks.map((chunk) => this.read(chunk)));
+    chunks.forEach((chunk, c) => {
+      const values = replies[c] ?? [];
+      chunk.forEach((k, j) => {
+        const limits = decode(values[j]);
+        found.set(k, limits);
+        this.byKey.set(k, limits);
+      });
+    });
+    const answers = new Map<string, ListedDomain | null>();
+    for (const [hostPort, keys] of candidates) {
+      // The longest key wins (a key with a port is longer than the same without); ties go to the more specific host.
+      let best: ListedDomain | null = null;
+      for (const k of keys) {
+        const limits = found.get(k);
+        if (limits && (best === null || k.length > best.key.length)) best = { key: k, limits };
+      }
+      answers.set(hostPort, best);
+      this.byHost.set(hostPort, best);
+    }
+    return answers;
+  }
+
+  /** HMGET of `fields`, its arguments written as one Buffer (a kickoff asks 60,000 fields a batch). */
+  private read(fields: readonly string[]): Promise<(string | null)[]> {
+    const command = new EncodedCommand('HMGET', [this.key], fields, { keyPrefix: this.redis.options.keyPrefix });
+    void this.redis.sendCommand(command);
+    return command.promise as Promise<(string | null)[]>;
   }
 }

@@ -5,6 +5,11 @@ import type { DomainList } from './domain-list.js';
 /** In scope: the domain key (queue) it goes to, and whether that is a domain the seed does not list (otherDomains). */
 export type ScopeDecision = { ok: true; domain: string; other: boolean } | { ok: false; reason: 'out-of-scope' | 'excluded' | 'not-included' };
 
+/** Of a URL's rateLimits key and its domain list key, the longer, as among rateLimits keys (the seed's own on a tie). */
+function longestKey(inline: string | null, listed: string | null): string | null {
+  return listed !== null && (inline === null || listed.length > inline.length) ? listed : inline;
+}
+
 /**
  * Which URLs a crawl follows and which queue (domain key) each goes to:
  * inside a domain the seed lists — a rateLimits key, or one of its domain
@@ -37,13 +42,19 @@ export class Scope {
     this.exclude = seed.exclude.map(compileUrlPattern);
   }
 
+  /** domainOf for many URLs at once (a kickoff batch): their domain list lookups go to Redis together, with no promise a URL. */
+  async domainsOf(parsed: readonly URL[]): Promise<(string | null)[]> {
+    const inline = parsed.map((u) => this.matcher.match(u)?.key ?? null);
+    if (!this.list) return inline;
+    const listed = await this.list.matchAll(parsed);
+    return inline.map((key, i) => longestKey(key, listed[i]?.key ?? null));
+  }
+
   /** The domain key (queue) of a normalized URL among those the seed lists, ignoring include/exclude; null when outside them. */
   async domainOf(url: string, parsed: URL = new URL(url)): Promise<string | null> {
     const inline = this.matcher.match(parsed)?.key ?? null;
     if (!this.list) return inline;
-    // The longest key wins, as among rateLimits keys (the seed's own on a tie).
-    const listed = (await this.list.match(parsed))?.key ?? null;
-    return listed !== null && (inline === null || listed.length > inline.length) ? listed : inline;
+    return longestKey(inline, (await this.list.match(parsed))?.key ?? null);
   }
 
   /** The domain key (queue) of a normalized URL, the seed's or a new one, ignoring include/exclude; null when out of scope. */
