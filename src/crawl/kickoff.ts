@@ -17,7 +17,6 @@ import {
   storableSeed,
   validateSeed,
   type LineFileCheck,
-  type LineJudge,
   type Seed,
 } from './seed/index.js';
 
@@ -117,38 +116,38 @@ async function prepareArena(redis: RedisClient, seed: Seed, queue: FairQueue): P
   return bloom;
 }
 
-/** A domain file, a batch at a time: listed for the workers, and each domain's queue made (or set) with its limits. */
-async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed): Promise<{ domains: number; created: number }> {
-  let domains = 0;
-  let created = 0;
-  for await (const rows of lineFileValues('domainFiles', file.file, domainLineJudge(seed.maxInFlightPerDomain))) {
-    await list.put(rows);
-    if (!seed.perServer) created += await queue.setLimits(seed.arena, Object.fromEntries(rows.map((r) => [r.key, { rate: r.rate, maxInFlight: r.maxInFlight }])));
-    domains += rows.length;
-  }
-  return { domains, created };
-}
-
-/** Batches of start URLs being queued at once: one in Redis while the next one's calls are made (each a LINE_FILE_LIMITS.batch of lines). */
+/** Batches being written at once: one in Redis while the next is read and its calls made (each a LINE_FILE_LIMITS.batch of lines). */
 const BATCHES_IN_FLIGHT = 2;
 
 /**
- * A start file's URLs queued a batch at a time, read and placed while
- * earlier batches are queued, and a batch's calls made while the one before
- * is in Redis: this process and Redis at work at once, not by turns.
+ * Writes each batch `batches` yields, BATCHES_IN_FLIGHT at once: this
+ * process and Redis at work at once, not by turns. Batches are written in
+ * order; returns the sum of what the writes return.
  */
-async function queueStartFile(file: string, judge: LineJudge<Placed>, enqueue: (batch: Placed[]) => Promise<number>): Promise<number> {
-  let enqueued = 0;
-  const queuing: Promise<number>[] = [];
-  for await (const batch of lineFileValues('startFiles', file, judge)) {
-    const next = enqueue(batch);
+async function writeBatches<T>(batches: AsyncIterable<T[]>, write: (batch: T[]) => Promise<number>): Promise<number> {
+  let sum = 0;
+  const writing: Promise<number>[] = [];
+  for await (const batch of batches) {
+    const next = write(batch);
     // (A failure is thrown by an await below, not left unhandled meanwhile.)
     next.catch(() => undefined);
-    queuing.push(next);
-    if (queuing.length >= BATCHES_IN_FLIGHT) enqueued += await (queuing.shift() as Promise<number>);
+    writing.push(next);
+    if (writing.length >= BATCHES_IN_FLIGHT) sum += await (writing.shift() as Promise<number>);
   }
-  for (const q of queuing) enqueued += await q;
-  return enqueued;
+  for (const w of writing) sum += await w;
+  return sum;
+}
+
+/** A domain file, a batch at a time: listed for the workers, and each domain's queue made (or set) with its limits (both sent at once, batches in file order: a domain's last line stands). */
+async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed): Promise<{ domains: number; created: number }> {
+  let domains = 0;
+  const created = await writeBatches(lineFileValues('domainFiles', file.file, domainLineJudge(seed.maxInFlightPerDomain)), async (rows) => {
+    domains += rows.length;
+    const limits = seed.perServer ? null : Object.fromEntries(rows.map((r) => [r.key, { rate: r.rate, maxInFlight: r.maxInFlight }]));
+    const [, made] = await Promise.all([list.put(rows), limits ? queue.setLimits(seed.arena, limits) : 0]);
+    return made;
+  });
+  return { domains, created };
 }
 
 /**
@@ -213,7 +212,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   for (const c of startChecks) {
     files.urls += c.lines - c.bad;
     files.bad += c.bad;
-    files.enqueued += await queueStartFile(c.file, startJudge, (batch) => enqueue(batch, (u) => queuedUrl(u)));
+    files.enqueued += await writeBatches(lineFileValues('startFiles', c.file, startJudge), (batch) => enqueue(batch, (u) => queuedUrl(u)));
   }
   return { domainsCreated, enqueued, sitemapsEnqueued, bloom, files, domainFiles };
 }

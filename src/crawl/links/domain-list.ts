@@ -30,6 +30,11 @@ const GENERATION_MS = 60_000;
 
 const encode = (l: ListedLimits): string => `${l.rate} ${l.maxInFlight}`;
 
+/** HSETNX of each field and value given (at most FIELDS_PER_CALL): how many were new. A batch of a kickoff's new domains in one command, not one each. */
+const PUT_NEW = `local n = 0
+for i = 1, #ARGV, 2 do n = n + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return n`;
+
 function decode(v: string | null | undefined): ListedLimits | null {
   if (!v) return null;
   const [rate, cap] = v.split(' ');
@@ -113,23 +118,15 @@ export class DomainList {
   /** Lists domains (kickoff); `onlyNew` leaves those already listed as they are. Returns how many were listed now (with onlyNew; else 0). */
   async put(rows: readonly ({ key: string } & ListedLimits)[], onlyNew = false): Promise<number> {
     if (rows.length === 0) return 0;
-    let added = 0;
-    if (onlyNew) {
-      const pipe = this.redis.pipeline();
-      for (const r of rows) pipe.hsetnx(this.key, r.key, encode(r));
-      for (const [err, n] of (await pipe.exec()) ?? []) {
-        if (err) throw err;
-        added += Number(n);
-      }
-    } else {
-      const writes: Promise<number>[] = [];
-      for (let i = 0; i < rows.length; i += FIELDS_PER_CALL) {
-        const fields: string[] = [];
-        for (const r of rows.slice(i, i + FIELDS_PER_CALL)) fields.push(r.key, encode(r));
-        writes.push(this.redis.hset(this.key, ...fields));
-      }
-      await Promise.all(writes);
+    // Fields and values, FIELDS_PER_CALL a command, the commands sent together.
+    const writes: Promise<unknown>[] = [];
+    for (let i = 0; i < rows.length; i += FIELDS_PER_CALL) {
+      const fields: string[] = [];
+      for (const r of rows.slice(i, i + FIELDS_PER_CALL)) fields.push(r.key, encode(r));
+      writes.push(onlyNew ? this.send('EVAL', [PUT_NEW, 1, this.key], fields) : this.send('HSET', [this.key], fields));
     }
+    const replies = await Promise.all(writes);
+    const added = onlyNew ? replies.reduce<number>((n, r) => n + Number(r), 0) : 0;
     // (With onlyNew, a domain listed before keeps its limits: those known here stay.)
     for (const r of rows) if (!onlyNew || !this.byKey.get(r.key)) this.byKey.set(r.key, { rate: r.rate, maxInFlight: r.maxInFlight });
     return added;
@@ -226,10 +223,15 @@ export class DomainList {
     return answers;
   }
 
-  /** HMGET of `fields`, its arguments written as one Buffer (a kickoff asks 60,000 fields a batch). */
+  /** HMGET of `fields` (a kickoff asks 60,000 fields a batch). */
   private read(fields: readonly string[]): Promise<(string | null)[]> {
-    const command = new EncodedCommand('HMGET', [this.key], fields, { keyPrefix: this.redis.options.keyPrefix });
+    return this.send('HMGET', [this.key], fields) as Promise<(string | null)[]>;
+  }
+
+  /** A command of many arguments, those after `head` written as one Buffer (EncodedCommand). */
+  private send(name: string, head: (string | number)[], tail: readonly string[]): Promise<unknown> {
+    const command = new EncodedCommand(name, head, tail, { keyPrefix: this.redis.options.keyPrefix });
     void this.redis.sendCommand(command);
-    return command.promise as Promise<(string | null)[]>;
+    return command.promise;
   }
 }
