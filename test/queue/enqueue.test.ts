@@ -28,6 +28,16 @@ function blockedPositions(item: string): number[] {
 const redisItems = (arena: string): Promise<string[]> => fx.redis.hkeys(arenaKey('weir', arena, 'items'));
 const qidOf = async (arena: string, queue: string): Promise<string> => String(await fx.redis.hget(arenaKey('weir', arena, 'qids'), queue));
 
+/** A fresh arena of 50 unlimited queues, q0…q49, with a dedupe bitmap. */
+async function fiftyQueues(): Promise<{ q: FairQueue; arena: string; names: string[] }> {
+  const q = fx.queue();
+  const arena = freshArena();
+  const names = Array.from({ length: 50 }, (_, i) => `q${i}`);
+  await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
+  await q.configureDedupe(arena, { bits: BITS, hashes: K });
+  return { q, arena, names };
+}
+
 /** Every lease the arena serves now, in order, each committed. */
 async function takeAll(q: FairQueue, arena: string): Promise<Lease[]> {
   const got: Lease[] = [];
@@ -135,11 +145,7 @@ describe('enqueue', () => {
   }
 
   it('concurrent enqueues to many queues go in one script call, each queue in its own order', async () => {
-    const q = fx.queue();
-    const arena = freshArena();
-    const names = Array.from({ length: 50 }, (_, i) => `q${i}`);
-    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
-    await q.configureDedupe(arena, { bits: BITS, hashes: K });
+    const { q, arena, names } = await fiftyQueues();
     const calls = (): Promise<number> => scriptCalls(fx.redis);
     const before = await calls();
     // One turn of the event loop: 50 queues × 3 items, one of them a repeat of another queue's.
@@ -156,11 +162,7 @@ describe('enqueue', () => {
   });
 
   it('enqueueAll: many queues at once, as enqueue each (counts in order, dedupe, options, one script call); a bad one refused before anything is sent', async () => {
-    const q = fx.queue();
-    const arena = freshArena();
-    const names = Array.from({ length: 50 }, (_, i) => `q${i}`);
-    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
-    await q.configureDedupe(arena, { bits: BITS, hashes: K });
+    const { q, arena, names } = await fiftyQueues();
     const before = await scriptCalls(fx.redis);
     const items = (n: string, i: number): string[] => [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`];
     const groups = names.map((n, i) => ({ queue: n, items: items(n, i), options: { dedupe: items(n, i).map(positions) } }));
