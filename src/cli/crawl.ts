@@ -8,6 +8,7 @@ import type { CommandContext } from './context.js';
 import { formatCrawlSummary, progressLine } from './draw.js';
 import { EXIT } from './exit.js';
 import { sayPlacement } from './redis.js';
+import { keepKickoffHeapSmall } from './kickoff.js';
 import { forwardSignals } from './signals.js';
 
 export interface CrawlFlags {
@@ -24,6 +25,7 @@ export interface CrawlFlags {
  * processes, a progress line from Redis, and a summary table at the end.
  */
 export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, flags: CrawlFlags): Promise<number> {
+  keepKickoffHeapSmall();
   const redis = await connectRedis(url);
   const queue = new FairQueue(redis);
   const startedAt = Date.now();

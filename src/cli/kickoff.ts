@@ -16,9 +16,14 @@ import { sayPlacement, warnEviction } from './redis.js';
  */
 const KICKOFF_HEAP_GROWING_PERCENT = 50;
 
+/** Before a kickoff (`weir kickoff`, and `weir crawl`'s own): the heap grows by KICKOFF_HEAP_GROWING_PERCENT between collections. */
+export function keepKickoffHeapSmall(): void {
+  setFlagsFromString(`--heap-growing-percent=${KICKOFF_HEAP_GROWING_PERCENT}`);
+}
+
 /** `weir kickoff SEED`. */
 export async function cmdKickoff({ seed, url, log }: CommandContext): Promise<number> {
-  setFlagsFromString(`--heap-growing-percent=${KICKOFF_HEAP_GROWING_PERCENT}`);
+  keepKickoffHeapSmall();
   const redis = await connectRedis(url);
   await warnEviction(redis, log);
   const queue = new FairQueue(redis);
