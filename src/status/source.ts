@@ -1,6 +1,6 @@
-import { readHistory, type History, crawlStats, namedDomainStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
+import { backlogPageStats, readHistory, type History, crawlStats, namedDomainStats, type CrawlStats, type DomainStats } from '../crawl/counters/index.js';
 import { crawlKeys, decodeItem } from '../crawl/store/index.js';
-import type { FairQueue, RedisClient } from '../queue/index.js';
+import { LIMITS, type FairQueue, type RedisClient } from '../queue/index.js';
 import { selectRows, type ViewQuery } from './view.js';
 
 /** The first page of the dead letter, as the page shows it. */
@@ -69,7 +69,7 @@ export class StatusSource {
     if (stats.shown.by !== 'all' && query.q !== '' && !pool.some((d) => d.domain === query.q)) {
       pool = [...pool, ...(await namedDomainStats(this.redis, this.arena, this.queue, [query.q], stats))];
     }
-    const { matched, rows } = selectRows(pool, query);
+    const { matched, rows } = this.pagesBeyond(stats, query) ? await this.backlogPage(stats, pool, query) : selectRows(pool, query);
     const history = await readHistory(this.redis, crawlKeys(this.arena, this.queue), rows.map((r) => r.domain), stats.now);
     return {
       arena: this.arena,
@@ -81,7 +81,10 @@ export class StatusSource {
       workers: stats.workers,
       faults: stats.faults,
       totals: { ...stats.totals, domains: stats.domainCount },
-      shownNote: stats.shown.by === 'all' ? null : `the ${stats.domains.length} of ${stats.domainCount.toLocaleString('en-US')} domains with the most URLs queued; a search also finds any domain by its exact name`,
+      shownNote:
+        stats.shown.by === 'all'
+          ? null
+          : `the ${stats.domains.length} of ${stats.domainCount.toLocaleString('en-US')} domains with the most URLs queued; sorted by URLs queued (most first), pages go on to the ${LIMITS.maxStatsRank.toLocaleString('en-US')}th; a search also finds any domain by its exact name`,
       bloom: stats.bloom,
       query,
       matched,
@@ -89,6 +92,31 @@ export class StatusSource {
       history,
       dead,
     };
+  }
+
+  /**
+   * Whether the table pages on past the snapshot's rows: a big arena whose
+   * snapshot is its biggest backlogs (all it had room for), sorted by URLs
+   * queued, most first, with no search.
+   */
+  private pagesBeyond(stats: CrawlStats, query: ViewQuery): boolean {
+    return stats.shown.by === 'backlog' && stats.domains.length >= PAGE_ROWS.count && query.q === '' && query.sort === 'queued' && query.dir === 'desc';
+  }
+
+  /**
+   * A page of the biggest backlogs: from the snapshot while it holds the
+   * page, else read now by rank (FairQueue.busiestQueues' offset, ties by
+   * name as the snapshot is sorted), to rank LIMITS.maxStatsRank. Matched:
+   * as far as the order goes (a short page is its end).
+   */
+  private async backlogPage(stats: CrawlStats, pool: DomainStats[], query: ViewQuery): Promise<{ matched: number; rows: DomainStats[] }> {
+    const offset = query.page * query.size;
+    const count = Math.min(query.size, LIMITS.maxStatsRank - offset);
+    let rows: DomainStats[];
+    if (offset + query.size <= pool.length) rows = selectRows(pool, query).rows;
+    else rows = count > 0 ? await backlogPageStats(this.redis, this.arena, this.queue, count, offset, stats) : [];
+    const matched = rows.length < count || count <= 0 ? offset + Math.max(0, rows.length) : Math.min(stats.domainCount, LIMITS.maxStatsRank);
+    return { matched, rows };
   }
 
   /** Starts the first read now, so the first page finds it done. */

@@ -73,6 +73,16 @@ describe('a big arena', () => {
     assert.equal(top.totals.domains, DOMAINS);
     assert.match(top.shownNote ?? '', /the 200 of 25,000 domains with the most URLs queued/);
     assert.equal(top.rows[0]?.domain, name(0));
+    // Sorted by URLs queued, the table pages on past the snapshot's 200 rows, by rank: no domain twice, none but those with URLs queued.
+    const pageOf = async (page: number): Promise<{ matched: number; rows: string[] }> => {
+      const v = await source.view(parseViewQuery(new URLSearchParams(`sort=queued&size=25&page=${page}`)));
+      assert.ok(v.rows.every((r) => r.queued >= 1), `page ${page}: rows with URLs queued`);
+      return { matched: v.matched, rows: v.rows.map((r) => r.domain) };
+    };
+    const [p7, p8, p9] = [await pageOf(7), await pageOf(8), await pageOf(9)];
+    assert.deepEqual([p7.rows.length, p8.rows.length, p9.rows.length], [25, 25, 25]);
+    assert.equal(new Set([...p7.rows, ...p8.rows, ...p9.rows]).size, 75, 'three pages, 75 domains');
+    assert.equal(p8.matched, 10_000, 'pages go on to the 10,000th');
     const found = await source.view(parseViewQuery(new URLSearchParams(`q=${name(5100)}`)));
     assert.deepEqual(found.rows.map((r) => [r.domain, r.queued]), [[name(5100), 1]]);
 

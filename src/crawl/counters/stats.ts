@@ -172,6 +172,12 @@ export async function namedDomainStats(redis: RedisClient, arena: string, queue:
   return domainRows(redis, crawlKeys(arena, queue), await queue.namedQueueStats(arena, names), at, false);
 }
 
+/** Rows of the domains ranked `offset`… by backlog (a page of a big arena's table past its snapshot's rows), as crawlStats' are; none for an arena made before the backlog index. */
+export async function backlogPageStats(redis: RedisClient, arena: string, queue: FairQueue, count: number, offset: number, at: { now: number; startedAt: number | null }): Promise<DomainStats[]> {
+  const top = await queue.busiestQueues(arena, 'backlog', count, offset);
+  return domainRows(redis, crawlKeys(arena, queue), top?.queues ?? [], at, false);
+}
+
 /**
  * Everything `weir status` shows, read from Redis (nothing guessed): the
  * arena's totals in constant time, and rows for the domains `view` picks
