@@ -5,7 +5,7 @@
  */
 export { FairQueue } from './queue.js';
 export { DEFAULTS, holdsForReport, LIMITS } from './limits.js';
-export { EncodedCommand } from './script-call.js';
+export { EncodedCommand, sendEncoded } from './script-call.js';
 export type {
   ArenaStats,
   DeadItem,

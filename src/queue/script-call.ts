@@ -11,6 +11,7 @@
  * routes it by its keys' slot and a key prefix applies as usual.
  */
 import { Command } from 'ioredis';
+import type { RedisClient } from './types.js';
 
 const CRLF_0 = 0x0d;
 const CRLF_1 = 0x0a;
@@ -88,4 +89,11 @@ export class EncodedCommand extends Command {
   override toWritable(): Buffer {
     return this.encoded;
   }
+}
+
+/** Sends `name head… tail…` on `client` as an EncodedCommand (with the client's key prefix); resolves its reply. */
+export function sendEncoded(client: RedisClient, name: string, head: (string | number)[], tail: readonly (string | number)[]): Promise<unknown> {
+  const command = new EncodedCommand(name, head, tail, { keyPrefix: client.options.keyPrefix });
+  void client.sendCommand(command);
+  return command.promise;
 }

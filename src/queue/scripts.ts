@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fromReplyError } from './errors.js';
 import { luaLimits } from './limits.js';
-import { EncodedCommand } from './script-call.js';
+import { sendEncoded } from './script-call.js';
 import type { RedisClient } from './types.js';
 
 /** The queue's commands, one Lua file each in lua/. */
@@ -203,9 +203,7 @@ export class ScriptRunner<Extra extends string = never> {
   }
 
   private fcall(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    const command = new EncodedCommand('FCALL', [this.library.functionOf(name), keys.length, ...keys], args, { keyPrefix: this.client.options.keyPrefix });
-    void this.client.sendCommand(command);
-    return command.promise;
+    return sendEncoded(this.client, 'FCALL', [this.library.functionOf(name), keys.length, ...keys], args);
   }
 
   /** FUNCTION LOAD on the server (every master of a Cluster); concurrent misses wait for one load. */

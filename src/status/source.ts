@@ -115,7 +115,7 @@ export class StatusSource {
     let rows: DomainStats[];
     if (offset + query.size <= pool.length) rows = selectRows(pool, query).rows;
     else rows = count > 0 ? await backlogPageStats(this.redis, this.arena, this.queue, count, offset, stats) : [];
-    const matched = rows.length < count || count <= 0 ? offset + Math.max(0, rows.length) : Math.min(stats.domainCount, LIMITS.maxStatsRank);
+    const matched = rows.length < count || count <= 0 ? offset + rows.length : Math.min(stats.domainCount, LIMITS.maxStatsRank);
     return { matched, rows };
   }
 

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { EncodedCommand, type RedisClient } from '../../queue/index.js';
+import { sendEncoded, type RedisClient } from '../../queue/index.js';
 import { hostAndPort } from '../urls/index.js';
 import type { SeedRate } from '../seed/index.js';
 
@@ -228,10 +228,8 @@ export class DomainList {
     return this.send('HMGET', [this.key], fields) as Promise<(string | null)[]>;
   }
 
-  /** A command of many arguments, those after `head` written as one Buffer (EncodedCommand). */
+  /** A command of many arguments, those after `head` written as one Buffer (sendEncoded). */
   private send(name: string, head: (string | number)[], tail: readonly string[]): Promise<unknown> {
-    const command = new EncodedCommand(name, head, tail, { keyPrefix: this.redis.options.keyPrefix });
-    void this.redis.sendCommand(command);
-    return command.promise;
+    return sendEncoded(this.redis, name, head, tail);
   }
 }
