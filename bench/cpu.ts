@@ -89,6 +89,15 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
       const r = await timed('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', target, `${origin}/index.html`], { WEIR_BENCH_ERR: err });
       return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
     },
+    // wget keeping its exchanges in a WARC file (gzip per record, SHA-1 digests): what archiving costs a crawler in C.
+    'wget --warc-file': async () => {
+      site.reset();
+      const target = join(dir, 'wget');
+      await rm(target, { recursive: true, force: true });
+      await rm(join(dir, 'wget-warc.warc.gz'), { force: true });
+      const r = await timed('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', target, '--warc-file', join(dir, 'wget-warc'), `${origin}/index.html`], { WEIR_BENCH_ERR: err });
+      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+    },
     crawlee: async () => {
       site.reset();
       const r = await timed(process.execPath, [join(ROOT, 'bench/crawlee-run.mjs'), `${origin}/index.html`], { BENCH_CONCURRENCY: '8', CRAWLEE_STORAGE_DIR: join(dir, 'crawlee'), WEIR_BENCH_ERR: err });
@@ -109,6 +118,7 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   if (ran('weir', 'wget', 'weir --workers 2')) out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
   const rate = (name: string): number => median((results[name] ?? []).map((r) => r.pages / (r.wallMs / 1000)));
   if (ran('weir', 'weir --warc')) out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
+  if (ran('wget', 'wget --warc-file')) out('cpu: wget --warc-file / wget pages/s (wall)', (rate('wget --warc-file') / rate('wget')).toFixed(2), `the same for wget; CPU per page ${(perPage('wget --warc-file') / perPage('wget')).toFixed(2)}×`);
   if (ran('weir', 'crawlee')) out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
   if (process.env.BENCH_CPU_PROFILE) {
     // One more run each under V8's profiler (every process of the crawl: the

@@ -97,7 +97,7 @@ describe('archives on a full disk', () => {
     if (!fs) return t.skip(SMALL_FS_SKIP);
     const dir = join(fs.dir, 'spool');
     const filler = await fillBut(fs.dir, 500_000, 'filler2');
-    const writer = new WarcWriter({ dir, arena: 'spool', userAgent: 'weir-test' });
+    const writer = new WarcWriter({ dir, arena: 'spool', userAgent: 'weir-test', maxMemBytes: 256 * 1024 });
     // 1 MB: past the 256 KiB kept in memory, and past the room left.
     await assert.rejects(writer.writeExchange(sent('http://example.test/huge'), response(randomBytes(1_000_000))), (err: unknown) => isWeirError(err, 'WEIR_WARC'));
     const spools = (await readdir(dir)).filter((f) => f.startsWith('.spool-'));
@@ -126,6 +126,34 @@ describe('archives on a full disk', () => {
     const rec = (await readWarcFile(join(dir, at.file))).records.find((r) => r.offset === at.offset);
     assert.ok(rec);
     assert.ok(httpMessage(rec.block).payload.equals(body), 'the spooled body archived whole');
+  });
+
+  it('by default a body of a page up to 2 MiB is kept in memory, not spooled, and archived whole', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'weir-inmem-'));
+    try {
+      const writer = new WarcWriter({ dir, arena: 'inmem', userAgent: 'weir-test' });
+      let release = (): void => undefined;
+      const held = new Promise<void>((r) => (release = r));
+      const body = randomBytes(1_500_000);
+      const writing = writer.writeExchange(sent('http://example.test/big-page'), response(body, held));
+      // Held after 320 KiB (past the 256 KiB that used to be kept): long enough for a spool file to appear if one were made.
+      let spools: string[] = [];
+      for (let i = 0; i < 100 && spools.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        spools = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('.spool-'));
+      }
+      assert.equal(spools.length, 1, 'the spool directory is made for the exchange');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(await readdir(join(dir, spools[0] as string)), [], 'no spool file for a body under 2 MiB');
+      release();
+      const at = await writing;
+      await writer.close();
+      const rec = (await readWarcFile(join(dir, at.file))).records.find((r) => r.offset === at.offset);
+      assert.ok(rec);
+      assert.ok(httpMessage(rec.block).payload.equals(body), 'the body archived whole');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("a spool directory left by a killed worker of this host is removed by the next writer; a live process's is kept", async () => {

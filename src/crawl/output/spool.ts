@@ -81,6 +81,11 @@ export class SpoolBuffer implements BaseSerializerBuffer {
     private readonly path: string,
   ) {}
 
+  /** Whether part of the body went to the file. */
+  get spooled(): boolean {
+    return this.file !== null || this.failure !== null;
+  }
+
   write(chunk: Uint8Array): void {
     if (this.size + chunk.length <= this.memBytes) this.buffers.push(chunk);
     else this.toFile(chunk);

@@ -18,16 +18,20 @@ export const WARC_DEFAULTS = {
    * header, before the body): a large body is never held in memory twice.
    * The spool files sit in a private directory inside the WARC directory
    * (spool.ts): a worker may need in-flight exchanges × maxBodyBytes there.
+   * A body held in memory is compressed in one call, a spooled one as it
+   * streams back. 2 MiB: nearly every page fits (at 256 KiB, 38 of
+   * python3-doc's 530 pages, a third of its bytes, went through a spool file
+   * and a gzip stream: --warc crawls 0.81 of plain pages/s against 0.89, in
+   * one run); the one call for a 1.7 MB page takes 9 ms of the event loop,
+   * where parsing it takes several times that.
    */
-  maxMemBytes: 256 * 1024,
+  maxMemBytes: 2 * 1024 * 1024,
   /**
    * Each record is compressed by Node's zlib at this level: warcio's own
    * gzip goes through web streams and costs more CPU, and level 1 costs
    * less than level 6 for somewhat larger files (the timings: docs/benchmarks.md, "Figures behind choices in the code").
    */
   gzipLevel: 1,
-  /** A record up to this size is compressed in one call (0.4-0.6 ms of the event loop for an 88 KB page at level 1); a larger one as it streams. */
-  syncGzipBytes: 256 * 1024,
 } as const;
 
 const DIGEST = { algo: 'sha-1', prefix: 'sha1:', base32: true } as const;
@@ -75,26 +79,26 @@ function nodeHasher(algorithm: 'sha1' | 'sha256'): { update(data: Uint8Array | s
 
 /**
  * A record serialized (digests, length) and compressed as one gzip member;
- * the body's copy in `spool` (else memory). A record up to
- * WARC_DEFAULTS.syncGzipBytes (nearly every page) is compressed in one call,
- * a larger one as it streams (never held whole, nor compressed in one long
- * block of the event loop).
+ * the body's copy in `spool` (else memory). A record whose body stayed in
+ * memory (nearly every page) is compressed in one call (0.35 ms for an
+ * 88 KB page at level 1), a spooled one as it streams back (never held whole).
  */
 export async function* member(w: WarcioParts, record: WARCRecord, spool?: SpoolBuffer): AsyncGenerator<Buffer> {
   const serialized = new w.WARCSerializer(record, { gzip: false, digest: DIGEST }, spool)[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
   const held: Uint8Array[] = [];
-  let size = 0;
   for (let c = await serialized.next(); !c.done; c = await serialized.next()) {
     held.push(c.value);
-    size += c.value.length;
-    if (size > WARC_DEFAULTS.syncGzipBytes) {
+    // (The first chunk comes once the serializer has read the whole body: by then the spool knows.)
+    if (spool?.spooled) {
       yield* streamed(held, serialized);
       return;
     }
   }
   // (On this thread: libuv's thread pool took a fifth of it off the event
   // loop, but the --warc crawl was no faster on 2 cores, 87-97 pages/s
-  // either way in alternated runs, and the hand-off costs CPU of its own.)
+  // either way in alternated runs, and the hand-off costs CPU of its own.
+  // Nor was a worker thread making and writing every record: 116 against
+  // 119 pages/s, 0.5 ms more CPU a page, nine alternated runs.)
   yield gzipSync(Buffer.concat(held), { level: WARC_DEFAULTS.gzipLevel });
 }
 

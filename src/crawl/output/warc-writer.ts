@@ -59,6 +59,8 @@ export interface WarcWriterOptions {
   arena: string;
   userAgent: string;
   maxBytes?: number;
+  /** A body past this many bytes is spooled to a file (default WARC_DEFAULTS.maxMemBytes). */
+  maxMemBytes?: number;
   software?: string;
 }
 
@@ -113,7 +115,7 @@ export class WarcWriter {
    * (see appendRecord).
    */
   async writeExchange(sent: SentRequest, response: ReceivedResponse | null): Promise<WarcLocation> {
-    const spool = response ? new SpoolBuffer(WARC_DEFAULTS.maxMemBytes, await this.spoolPath()) : undefined;
+    const spool = response ? new SpoolBuffer(this.options.maxMemBytes ?? WARC_DEFAULTS.maxMemBytes, await this.spoolPath()) : undefined;
     try {
       return await this.exchange(sent, response, spool);
     } catch (err) {
