@@ -6,7 +6,7 @@ import { isWeirError, type WeirError } from '../errors.js';
 import { sleep } from '../sleep.js';
 import { HistoryWriter, Tally } from './counters/index.js';
 import { LocalSeen } from './dedupe/index.js';
-import { watchForEnd } from './end-watch.js';
+import { EndWatch } from './end-watch.js';
 import { Fetcher, guardedLookup } from './fetch/index.js';
 import { commit, DomainQuota, fail, PACING, PageBudget, PauseBroadcast, realClock, release, SendPacer, Settler, SitePace, type LeaseContext, type Outcome } from './lease/index.js';
 import { DomainList, LinkFollower, Scope } from './links/index.js';
@@ -58,6 +58,10 @@ export class CrawlWorker {
   private readonly stop = new AbortController();
   private readonly fetchAbort = new AbortController();
   private exitReason: WorkerSummary['exitReason'] = 'stopped';
+  /** Made by run(). */
+  private endWatch: EndWatch | null = null;
+  /** Leases taken and not yet settled, over all lanes (at 0 the end may have come: endWatch checks). */
+  private held = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -158,13 +162,14 @@ export class CrawlWorker {
     }
     const flush = (): Promise<void> => this.tally.flush(this.redis, this.keys.stats, this.keys.errorDomains).catch(() => undefined);
     const flusher = setInterval(() => void flush(), 1000);
-    const watch = watchForEnd({
+    this.endWatch = new EndWatch({
       budget: this.budget,
       drained: this.options.exitWhenDone ? async () => (await this.queue.stats(this.seed.arena)).drained : null,
       halt: (reason) => this.halt(reason, false),
       signal: this.stop.signal,
       log: this.log,
     });
+    const watch = this.endWatch.run();
     await this.fetcher.warmUp();
     // (Not awaited: Redis may be away at start, and not listening only costs
     // the other workers' Retry-Afters being heard late: logged, not fatal.)
@@ -215,6 +220,7 @@ export class CrawlWorker {
         continue;
       }
       if (!lease) break;
+      this.held++;
       this.options.metrics?.leases.inc({ outcome: 'taken' });
       const decided = await this.handle(lease);
       done = decided.outcome.kind === 'commit' ? decided : await this.settle(decided);
@@ -266,6 +272,7 @@ export class CrawlWorker {
       // Redis trouble mid-settle: the lease expires and the URL comes back.
       this.log?.error({ err, url: d.ctx.item?.url ?? d.ctx.lease.item }, 'settling a URL failed');
     }
+    if (--this.held === 0) this.endWatch?.idle();
     return null;
   }
 
