@@ -13,7 +13,7 @@
  * (bench/phases.ts).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { rm, writeFile } from 'node:fs/promises';
+import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
@@ -118,6 +118,14 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   if (ran('weir', 'wget', 'weir --workers 2')) out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
   const rate = (name: string): number => median((results[name] ?? []).map((r) => r.pages / (r.wallMs / 1000)));
   if (ran('weir', 'weir --warc')) out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
+  // (What the last run of each left: weir gzips at level 1, wget at zlib's default, 6.)
+  const bytesPerPage = async (name: string, path: string): Promise<string> => {
+    const files = (await stat(path)).isDirectory() ? (await readdir(path)).map((f) => join(path, f)) : [path];
+    const bytes = (await Promise.all(files.map(async (f) => (await stat(f)).size))).reduce((a, b) => a + b, 0);
+    return `${((bytes / (results[name]?.at(-1)?.pages ?? 1)) / 1000).toFixed(1)} kB of WARC a page`;
+  };
+  if (ran('weir', 'weir --warc')) out('cpu: weir --warc: archive size', await bytesPerPage('weir --warc', join(dir, 'warc')), 'gzip level 1, every record its own member; robots.txt included');
+  if (ran('wget --warc-file')) out('cpu: wget --warc-file: archive size', await bytesPerPage('wget --warc-file', join(dir, 'wget-warc.warc.gz')), 'gzip level 6 (zlib default), every record its own member');
   if (ran('wget', 'wget --warc-file')) out('cpu: wget --warc-file / wget pages/s (wall)', (rate('wget --warc-file') / rate('wget')).toFixed(2), `the same for wget; CPU per page ${(perPage('wget --warc-file') / perPage('wget')).toFixed(2)}×`);
   if (ran('weir', 'crawlee')) out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
   if (process.env.BENCH_CPU_PROFILE) {
