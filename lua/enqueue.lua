@@ -192,7 +192,8 @@ local i = 0
 for gi, grp in ipairs(groups) do
   -- (A queue named twice in one call is created by its first group.)
   if not grp.qid then
-    grp.qid = qid_of(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
+    -- (The name index was read above: only this call's own new queues are not in it.)
+    grp.qid = qid_made(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
   elseif lower then
     qlower(grp.qid, qfetch(grp.qid), create.rate_s, create.iv, create.cap)
   end

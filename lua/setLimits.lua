@@ -46,10 +46,12 @@ local woke = false
 for _, s in ipairs(specs) do
   local qid = qid_of(s[1])
   if not qid then
-    qid = qcreate(s[1], s[2], s[3], s[4])
+    -- (Made empty: in neither `ready` nor `sched`, nothing to place.)
+    qcreate(s[1], s[2], s[3], s[4])
     created = created + 1
   elseif lower then
     qlower(qid, qstate(qid), s[2], s[3], s[4])
+    if activate(qid, now) then woke = true end
   else
     local st = qstate(qid)
     -- A lower rate applies from the last serve, not from the next: the next
@@ -64,8 +66,8 @@ for _, s in ipairs(specs) do
     st.cap = s[4]
     qdirty(qid, st)
     defer_hset(qid .. ':rate', s[2])
+    if activate(qid, now) then woke = true end
   end
-  if activate(qid, now) then woke = true end
 end
 flush()
 if woke then signal() end

@@ -24,6 +24,8 @@ local function begin_call()
   meta_reset()
   commits_reset()
   QCACHE, QDIRTY = {}, {}
+  -- (Left by a call that failed after making queues, and wrote none of them.)
+  if next(QMADE) ~= nil then QMADE = {} end
   HEADC, TAILC = {}, {}
 end
 
@@ -33,6 +35,7 @@ end
 -- fields. A script that changed any of them calls this (or finish) before
 -- it returns; read-only scripts need not.
 local function flush()
+  created_flush()
   release_slots()
   local args = flush_items()
   -- (Emptied as it is read, here and in flush_meta and records_args: a

@@ -23,7 +23,7 @@
   never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
-local QCACHE, QDIRTY, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qcreate, qlower
+local QCACHE, QDIRTY, QMADE, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qid_made, qcreate, created_flush, qlower
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
@@ -35,6 +35,10 @@ do
 
   QCACHE = {}
   QDIRTY = {}
+  -- Queues this call made: name -> qid. Their entries in the name index
+  -- (`qids`) and the backlog index are written once, at the call's flush
+  -- (created_flush), not a command each (setLimits makes up to 2,000).
+  QMADE = {}
 
   -- (The record is built and packed field by field, in QFIELDS order, rather
   -- than by looping over QFIELDS: a table constructor sizes the table once,
@@ -120,7 +124,13 @@ do
   end
 
   function qid_of(name)
-    return rcall('HGET', K_QIDS, name)
+    return QMADE[name] or rcall('HGET', K_QIDS, name)
+  end
+
+  -- The id of a queue this call made (a name met twice), else nil: for a
+  -- caller that has read the name index already.
+  function qid_made(name)
+    return QMADE[name]
   end
 
   -- A new queue named `name` (not in `qids`: the caller looked), with its
@@ -132,14 +142,34 @@ do
     -- (A shard whose first queue these scripts made keeps the backlog index
     -- of every queue: stats.lua 'top' trusts it only then.)
     if qid == '1' then mset('bix', '1') end
-    rcall('ZADD', K_BACKLOG, 0, qid)
-    rcall('HSET', K_QIDS, name, qid)
+    QMADE[name] = qid
+    -- (It has no open chunk yet: items.lua need not look for one.)
+    FIELDC[qid .. ':t'] = false
     local st = qnew(name)
     st.iv = iv
     st.cap = cap
     qdirty(qid, st)
     defer_hset(qid .. ':rate', rate_s)
     return qid, st
+  end
+
+  -- The queues this call made into the name index and, in bucket 0, the
+  -- backlog index: before records_args, which moves a queue that got 16
+  -- items or more to its bucket.
+  function created_flush()
+    if next(QMADE) == nil then return end
+    local names, places, n = {}, {}, 0
+    for name, qid in pairs(QMADE) do
+      names[n + 1], names[n + 2] = name, qid
+      places[n + 1], places[n + 2] = 0, qid
+      n = n + 2
+    end
+    QMADE = {}
+    for i = 1, n, 2000 do
+      local last = mmin(i + 1999, n)
+      rcall('HSET', K_QIDS, unpack(names, i, last))
+      rcall('ZADD', K_BACKLOG, unpack(places, i, last))
+    end
   end
 
   -- Limits that only tighten (a queue shared by several sites, as a server's

@@ -117,4 +117,33 @@ describe('backlog index', () => {
     assert.equal(await q.busiestQueues(old, 'backlog', 5), null);
     await q.close();
   });
+
+  it('queues made in bulk (setLimits, 2,000 a call; enqueue with create, a name twice in one call) are each named once and indexed once, and scheduled only once they hold items', async () => {
+    const q = new FairQueue(fx.redis);
+    const arena = freshArena('bulk');
+    const names = Array.from({ length: 2500 }, (_, i) => `bulk-${i}`);
+    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 2 }])));
+    const key = (k: Parameters<typeof arenaKey>[2]): string => arenaKey('weir', arena, k);
+    assert.equal(await fx.redis.hlen(key('qids')), 2500, 'every name indexed');
+    assert.equal(new Set(Object.values(await fx.redis.hgetall(key('qids')))).size, 2500, 'each under an id of its own');
+    assert.equal(await fx.redis.zcard(key('ready')), 0, 'none ready: they are empty');
+    assert.equal(await fx.redis.zcard(key('sched')), 0, 'none scheduled');
+    assert.equal(await assertIndexed(q, arena), 2500);
+    // Items for 10 of them, and 20 for one (past bucket 0), and two new queues made by enqueue, one named twice in the call.
+    await Promise.all([
+      ...names.slice(0, 10).map((n) => q.enqueue(arena, n, [`${n}/a`])),
+      q.enqueue(arena, 'bulk-11', Array.from({ length: 20 }, (_, i) => `b11/${i}`)),
+      q.enqueue(arena, 'made-here', ['m/1'], { create: { rate: 'unlimited', maxInFlight: 0 } }),
+      q.enqueue(arena, 'made-here', ['m/2'], { create: { rate: 'unlimited', maxInFlight: 0 } }),
+      q.enqueue(arena, 'made-too', ['t/1', 't/2'], { create: { rate: 1, maxInFlight: 1 } }),
+      // (Made and past bucket 0 in one call: its bucket is its count's, not the new queue's 0.)
+      q.enqueue(arena, 'made-deep', Array.from({ length: 40 }, (_, i) => `d/${i}`), { create: { rate: 1, maxInFlight: 1 } }),
+    ]);
+    assert.equal(await fx.redis.zcard(key('ready')), 14, 'the queues with items are ready');
+    assert.equal(await assertIndexed(q, arena), 2503);
+    const made = (await q.allQueueStats(arena)).find((s) => s.name === 'made-here');
+    assert.equal(made?.queued, 2, 'made once, both items in it');
+    assert.deepEqual((await q.busiestQueues(arena, 'backlog', 2))?.queues.map((r) => [r.name, r.queued]), [['made-deep', 40], ['bulk-11', 20]]);
+    await q.close();
+  });
 });
