@@ -15,7 +15,21 @@ const CRAWL_FOLDERS = ['counters', 'dedupe', 'fetch', 'lease', 'links', 'output'
 /** Modules of a folder the kickoff takes directly: they load neither undici nor htmlparser2. */
 const KICKOFF_LEAVES = { fetch: ['netguard.js'], links: ['domain-list.js', 'enqueue.js', 'scope.js'] };
 
-const crawlFolders = CRAWL_FOLDERS.map((f) => ({ group: [`**/${f}/*`, `!**/${f}/index.js`], message: `src/crawl/${f}/ is used through its index.ts from outside the folder.` }));
+/** Each concern folder through its index only; `leaves`: modules of a folder that may also be taken directly. */
+const folderRules = (leaves = {}) =>
+  CRAWL_FOLDERS.map((f) => ({
+    group: [`**/${f}/*`, `!**/${f}/index.js`, ...(leaves[f] ?? []).map((m) => `!**/${f}/${m}`)],
+    message: `src/crawl/${f}/ is used through its index.ts from outside the folder${leaves[f] ? ` (here also ${leaves[f].join(', ')})` : ''}.`,
+  }));
+
+const crawlFolders = folderRules();
+
+/** src/crawl's rules: no command line, the queue through its index, and `folders`' rules. */
+const crawlerPatterns = (folders) => [
+  { group: ['**/cli', '**/cli.js', '**/cli/**'], message: 'the crawler knows nothing of the command line.' },
+  { group: ['**/queue/**', '!**/queue/index.js'], message: 'the crawler uses the queue through src/queue/index.ts only.' },
+  ...folders,
+];
 
 const boundaries = [
   {
@@ -29,18 +43,7 @@ const boundaries = [
   },
   {
     files: ['src/crawl/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { group: ['**/cli', '**/cli.js', '**/cli/**'], message: 'the crawler knows nothing of the command line.' },
-            { group: ['**/queue/**', '!**/queue/index.js'], message: 'the crawler uses the queue through src/queue/index.ts only.' },
-            ...crawlFolders,
-          ],
-        },
-      ],
-    },
+    rules: { 'no-restricted-imports': ['error', { patterns: crawlerPatterns(crawlFolders) }] },
   },
   {
     // The kickoff (`weir kickoff`, and the process of `weir crawl` that runs
@@ -53,14 +56,7 @@ const boundaries = [
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            { group: ['**/cli', '**/cli.js', '**/cli/**'], message: 'the crawler knows nothing of the command line.' },
-            { group: ['**/queue/**', '!**/queue/index.js'], message: 'the crawler uses the queue through src/queue/index.ts only.' },
-            ...CRAWL_FOLDERS.map((f) => ({
-              group: [`**/${f}/*`, `!**/${f}/index.js`, ...(KICKOFF_LEAVES[f] ?? []).map((m) => `!**/${f}/${m}`)],
-              message: `src/crawl/${f}/ is used through its index.ts from outside the folder (the kickoff may also take ${(KICKOFF_LEAVES[f] ?? []).join(', ') || 'nothing else'}).`,
-            })),
-          ],
+          patterns: crawlerPatterns(folderRules(KICKOFF_LEAVES)),
         },
       ],
     },

@@ -47,6 +47,16 @@ async function fillBut(dir: string, room: number, name: string): Promise<string>
 
 const mode = async (p: string): Promise<number> => (await stat(p)).mode & 0o777;
 
+/** What `list` lists once it lists anything, looked at every 10 ms, `tries` times at most (then the empty list). */
+async function listedSoon(list: () => Promise<string[]>, tries: number): Promise<string[]> {
+  for (let i = 0; i < tries; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    const found = await list();
+    if (found.length > 0) return found;
+  }
+  return [];
+}
+
 describe('archives on a full disk', () => {
   const small = useSmallFs(2 * 1024 * 1024);
 
@@ -110,11 +120,7 @@ describe('archives on a full disk', () => {
     const held = new Promise<void>((r) => (release = r));
     const body = randomBytes(700_000);
     const writing = writer.writeExchange(sent('http://example.test/big'), response(body, held));
-    let spooled: string[] = [];
-    for (let i = 0; i < 200 && spooled.length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      spooled = await readdir(join(dir, spools[0] as string));
-    }
+    const spooled = await listedSoon(() => readdir(join(dir, spools[0] as string)), 200);
     assert.equal(spooled.length, 1, 'one spool file while the body streams');
     assert.equal(await mode(join(dir, spools[0] as string, spooled[0] as string)), 0o600, 'readable by the worker only');
     release();
@@ -137,11 +143,7 @@ describe('archives on a full disk', () => {
       const body = randomBytes(1_500_000);
       const writing = writer.writeExchange(sent('http://example.test/big-page'), response(body, held));
       // Held after 320 KiB (past the 256 KiB that used to be kept): long enough for a spool file to appear if one were made.
-      let spools: string[] = [];
-      for (let i = 0; i < 100 && spools.length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 10));
-        spools = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('.spool-'));
-      }
+      const spools = await listedSoon(async () => (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('.spool-')), 100);
       assert.equal(spools.length, 1, 'the spool directory is made for the exchange');
       await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(await readdir(join(dir, spools[0] as string)), [], 'no spool file for a body under 2 MiB');
