@@ -72,6 +72,14 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
     if (r.code !== 0) throw new Error(`weir crawl exited ${r.code}`);
     return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
   };
+  /** `wget -r` of the corpus into an emptied directory, with `extra` flags. */
+  const wget = async (extra: string[]): Promise<CpuRun> => {
+    site.reset();
+    const target = join(dir, 'wget');
+    await rm(target, { recursive: true, force: true });
+    const r = await timed('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', target, ...extra, `${origin}/index.html`], { WEIR_BENCH_ERR: err });
+    return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+  };
   const crawlers: Record<string, () => Promise<CpuRun>> = {
     // As a user runs it: `weir crawl SEED` (one origin, 8 in flight: one worker process of 16 lanes).
     weir: () => weir([]),
@@ -82,21 +90,11 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
       await rm(join(dir, 'warc'), { recursive: true, force: true });
       return weir(['--warc', join(dir, 'warc')]);
     },
-    wget: async () => {
-      site.reset();
-      const target = join(dir, 'wget');
-      await rm(target, { recursive: true, force: true });
-      const r = await timed('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', target, `${origin}/index.html`], { WEIR_BENCH_ERR: err });
-      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
-    },
+    wget: () => wget([]),
     // wget keeping its exchanges in a WARC file (gzip per record, SHA-1 digests): what archiving costs a crawler in C.
     'wget --warc-file': async () => {
-      site.reset();
-      const target = join(dir, 'wget');
-      await rm(target, { recursive: true, force: true });
       await rm(join(dir, 'wget-warc.warc.gz'), { force: true });
-      const r = await timed('wget', ['-r', '-l', 'inf', '-np', '-nv', '--no-host-directories', '--ignore-tags=img,link,script,style', '-P', target, '--warc-file', join(dir, 'wget-warc'), `${origin}/index.html`], { WEIR_BENCH_ERR: err });
-      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+      return wget(['--warc-file', join(dir, 'wget-warc')]);
     },
     crawlee: async () => {
       site.reset();
