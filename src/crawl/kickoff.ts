@@ -21,6 +21,7 @@ import {
   storableSeed,
   validateSeed,
   type LineFileCheck,
+  type LineJudge,
   type Seed,
 } from './seed/index.js';
 
@@ -120,6 +121,16 @@ async function prepareArena(redis: RedisClient, seed: Seed, queue: FairQueue): P
   return bloom;
 }
 
+/**
+ * The check pass's judge of start URL lines. With defaultRate every URL has
+ * a place, its listed domain or one of its own, so the check needs only to
+ * parse each line and asks Redis nothing (the domain list is looked up once
+ * a URL, when it is queued); without one, a URL no list names is a bad line.
+ */
+function startCheckJudge(seed: Seed, place: LineJudge<Placed>): LineJudge<unknown> {
+  return seed.defaultRate === null ? place : startUrlJudge((urls) => Promise.resolve(urls.map(() => true)));
+}
+
 /** Batches being written at once: one in Redis while the next is read and its calls made (each a LINE_FILE_LIMITS.batch of lines). */
 const BATCHES_IN_FLIGHT = 2;
 
@@ -171,9 +182,10 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   // Without domain lists, start files are read through before anything is written too.
   const place = placer(scope, seed);
   const startJudge = startUrlJudge(place);
+  const checkJudge = startCheckJudge(seed, startJudge);
   const startChecks: LineFileCheck[] = [];
   const checkStarts = async (): Promise<void> => {
-    for (const file of seed.startFiles) startChecks.push(await checkLineFile('startFiles', file, startJudge, 'start URLs'));
+    for (const file of seed.startFiles) startChecks.push(await checkLineFile('startFiles', file, checkJudge, 'start URLs'));
   };
   if (!list) await checkStarts();
   const bloom = await prepareArena(redis, seed, queue);

@@ -104,6 +104,34 @@ describe('domain files', () => {
     assert.match(s.files.examples[0] ?? '', /:5001: http:\/\/elsewhere\.test\/x is not inside any domain of rateLimits or domainFiles/);
   });
 
+  it('kickoff with defaultRate asks the domain list about each start URL once, when it is queued (the check pass only parses); without one, the check pass places them too', async () => {
+    const domains = join(world.dir, 'once.csv');
+    await writeFile(domains, Array.from({ length: 100 }, (_, i) => `d${i}.test,1`).join('\n'));
+    const starts = join(world.dir, 'once.txt');
+    await writeFile(starts, [...Array.from({ length: 100 }, (_, i) => `http://www.d${i}.test/`), 'not a url'].join('\n'));
+    /** Kicks `seed` off through a client that counts the HMGETs of the arena's domain list. */
+    const kickoffCounted = async (seed: ReturnType<typeof validateSeed>): Promise<{ reads: number; bad: number; enqueued: number }> => {
+      const client = world.redis.duplicate();
+      let reads = 0;
+      const send = client.sendCommand.bind(client);
+      client.sendCommand = ((cmd: Parameters<typeof send>[0]) => {
+        if (cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':domainlist')) reads += 1;
+        return send(cmd);
+      });
+      try {
+        const r = await kickoff(client, seed);
+        return { reads, bad: r.files.bad, enqueued: r.files.enqueued };
+      } finally {
+        client.disconnect();
+      }
+    };
+    // (100 URLs, a few candidate keys each: one HMGET a pass.)
+    const withDefault = await kickoffCounted(validateSeed({ arena: 'domainfiles-once', domainFiles: [domains], startFiles: [starts], defaultRate: 1 }));
+    assert.deepEqual(withDefault, { reads: 1, bad: 1, enqueued: 100 });
+    const without = await kickoffCounted(validateSeed({ arena: 'domainfiles-twice', domainFiles: [domains], startFiles: [starts] }));
+    assert.deepEqual(without, { reads: 2, bad: 1, enqueued: 100 });
+  });
+
   it('a list with too many bad lines is refused before anything is written; so is an inline start URL no list names', async () => {
     const file = join(world.dir, 'bad.csv');
     await writeFile(file, Array.from({ length: 100 }, (_, i) => (i % 4 === 0 ? `d${i}.test,-1` : `d${i}.test,1`)).join('\n'));
