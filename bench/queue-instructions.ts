@@ -81,6 +81,45 @@ async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () =
   };
 }
 
+/**
+ * A kickoff over domains no list names: a new queue for each URL, made by
+ * its enqueue ('create'), 14 dedupe positions in one block each, as many
+ * queues a call as the kickoff sends (250: LIMITS.maxPerCall's share), in
+ * block form as the kickoff sends them and as positions; beside
+ * the seed design doing its least for the same (define_rate_limits, then its
+ * enqueue script, per new queue).
+ */
+async function kickoffCase(server: Awaited<ReturnType<typeof startCounted>>, q: FairQueue, seed: SeedDesignQueue, out: Out, n: number): Promise<void> {
+  const bits = 512 * 20_000;
+  const perCall = 250;
+  const total = Math.max(perCall, Math.round(n / perCall) * perCall);
+  const name = (i: number): string => `site-${String(i).padStart(7, '0')}.example`;
+  // (Fixed positions, as above: one block each, the same every run.)
+  const positions = (i: number): number[] => Array.from({ length: 14 }, (_, h) => ((i * 7919) % (bits / 512)) * 512 + ((i * 31 + h * 37) % 512));
+  // As the kickoff sends them (dedupeBlocks), and as positions for BITFIELD, each into an arena of its own.
+  const cost: Record<string, number> = {};
+  for (const blocks of [true, false]) {
+    const arena = blocks ? 'fresh' : 'freshpos';
+    await q.configureDedupe(arena, { bits, hashes: 14 });
+    cost[arena] = await server.count(async () => {
+      for (let at = 0; at < total; at += perCall) {
+        const groups = Array.from({ length: perCall }, (_, k) => ({ queue: name(at + k), items: [item(at + k)], options: { create: { rate: 1, maxInFlight: 1 }, dedupe: [positions(at + k)], dedupeBlocks: blocks } }));
+        await q.enqueueAll(arena, groups);
+      }
+    });
+  }
+  const made = cost.fresh as number;
+  const seedMade = await server.count(async () => {
+    for (let at = 0; at < total; at += perCall) {
+      await seed.defineRateLimits('seedfresh', Object.fromEntries(Array.from({ length: perCall }, (_, k) => [name(at + k), 1])));
+      await Promise.all(Array.from({ length: perCall }, (_, k) => seed.enqueue('seedfresh', name(at + k), item(at + k))));
+    }
+  });
+  out('kickoff: a new queue made by its one URL, 250 a call, 14 dedupe bits as a block: weir, per URL', Math.round(made / total).toLocaleString('en-US'), `${(made / seedMade).toFixed(2)}× the seed design's`);
+  out("the same, its dedupe bits as positions (BITFIELD, as a page's links go): weir, per URL", Math.round((cost.freshpos as number) / total).toLocaleString('en-US'), `${((cost.freshpos as number) / made).toFixed(2)}× the block form`);
+  out('kickoff: a new queue and its URL: seed design (define_rate_limits, enqueue), per URL', Math.round(seedMade / total).toLocaleString('en-US'), 'its scripts as written, no dedupe');
+}
+
 export async function queueInstructionBenchmarks(out: Out, n = Number(process.env.BENCH_CALLS ?? 1000)): Promise<void> {
   if (!has('valgrind') || !has('callgrind_control')) {
     out('instructions per call', 'skipped', 'needs valgrind (apt-get install valgrind)');
@@ -101,6 +140,9 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
       for (let i = 0; i < n; i++) await runner.run('noop', noopKeys, ['x']);
     });
     out('no-op script call: instructions', per(noop), 'the floor every call pays (13 keys, one argument)');
+
+    await kickoffCase(server, q, seed, out, n);
+    if (process.env.BENCH_INSTR_ONLY === 'kickoff') return;
 
     const wide = Array.from({ length: 10_000 }, (_, i) => `q${i}`);
     await q.setLimits('wide', Object.fromEntries(wide.map((k) => [k, { rate: 'unlimited' as const }])));

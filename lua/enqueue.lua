@@ -5,13 +5,17 @@
 
   KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  shards: the caller's shard count of the arena (meta.lua check_shards)
-  ARGV[2]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a configured bitmap)
+  ARGV[2]  k: bit positions per item (0 = no dedupe, else 1..MAX_HASHES; needs a
+           configured bitmap), written 'b<k>' when they come in block form (below)
   ARGV[3]  g: number of queues (1..MAX_PER_CALL)
   ARGV[4 .. 3+2g]   g pairs: queue name (must exist: see setLimits, unless
            created here), n_i (its item count, >= 1)
   then the items, queue by queue (n = sum of n_i, 1..MAX_PER_CALL; 0..MAX_ITEM_BYTES bytes each)
   then item by item its k bit positions (integers < dedupeSpan, else < dedupeBits;
-  a shard's part of a bitmap takes position p at bit p mod dedupeBits)
+  a shard's part of a bitmap takes position p at bit p mod dedupeBits); in
+  block form (k written 'b<k>': a blocked Bloom filter's, all of an item's
+  bits in one 512-bit block) one argument an item instead, struct
+  '>I4' the block b and k '>H' offsets o < 512 in it, the positions b * 512 + o
   then, optionally, in any order:
     'create' rate maxInFlight: the limits ('unlimited' or requests per
       second; 0..MAX_IN_FLIGHT) a queue not yet known is created with (as
@@ -26,21 +30,20 @@
       tail, the call's first item first (across calls, the last call's first).
 
   An item with dedupe is enqueued only if not all of its bits were already
-  set; its bits are set in the same step (BITFIELD SET returns the old bits,
-  the whole call's in as few BITFIELD commands as Lua's stack allows, in
-  item order), so two producers racing on one item cannot both enqueue it,
-  nor can one item twice in one call.
+  set; its bits are set in the same step (lua/includes/dedupe.lua), so two
+  producers racing on one item cannot both enqueue it, nor can one item
+  twice in one call.
   Returns a string of n characters, '1' for each item enqueued and '0' for
   each dropped by dedupe, in order.
   Errors: WEIR_BAD_ARGS, WEIR_BAD_RATE, WEIR_UNKNOWN_QUEUE, WEIR_NO_DEDUPE, WEIR_SCHEMA, WEIR_SHARDS_CHANGED.
 ]]
 --@include "arena"
 
--- Bit positions per BITFIELD command (4 arguments each, well inside unpack's limit).
-local BITS_PER_BITFIELD = 1000
-
 if #ARGV < 5 then raise('WEIR_BAD_ARGS', 'usage: shards k g (queue n)... items... positions...') end
-local k = int_arg(2, 'k', 0, MAX_HASHES)
+-- (Block form: k written 'b<k>', one argument an item for its positions.)
+local blocked = ssub(ARGV[2] or '', 1, 1) == 'b'
+if blocked then ARGV[2] = ssub(ARGV[2], 2) end
+local k = int_arg(2, 'k', blocked and 1 or 0, MAX_HASHES)
 local g = int_arg(3, 'g', 1, MAX_PER_CALL)
 if #ARGV < 3 + 2 * g then raise('WEIR_BAD_ARGS', 'expected ' .. g .. ' (queue n) pairs') end
 
@@ -65,7 +68,7 @@ check_shards(1)
 if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. ' items in one call') end
 local first_item = 4 + 2 * g
 local first_pos = first_item + n
-local last_pos = first_pos - 1 + n * k
+local last_pos = first_pos - 1 + (blocked and n or n * k)
 -- The options: the limits unknown queues are created with, and the band.
 local create, front, lower = nil, false, false
 local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight] ['lower'] ['front']"
@@ -98,90 +101,15 @@ end
 for i = first_item, first_pos - 1 do
   if #ARGV[i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. (i - first_item + 1) .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
 end
--- The bit positions, checked, as BITFIELD's arguments: "SET u1 <p> 1" each
--- (every one checked before the first write: the BITFIELD calls below are
--- it). Built with counters, not #t: this loop runs n * k times a call.
--- A position must be written as BITFIELD reads it, in plain decimal digits
--- (tonumber also takes '0x10', ' 16', '016' and '1e2'). One BITFIELD
--- refuses a bad one before it sets anything (set_bits turns its refusal
--- into WEIR_BAD_ARGS), so that is checked here only when the call's
--- positions take more than one BITFIELD: the first would set its bits
--- before the next refused.
-local ops, nops = {}, 0
+-- The dedupe bits (dedupe.lua): every position checked before anything is
+-- written, then tested and set; whether each item is new.
+local fresh = nil
 if k > 0 then
-  local bits = tonumber(mget('dedupeBits') or '0')
-  if bits == 0 then raise('WEIR_NO_DEDUPE', 'the arena has no dedupe bitmap; call configureDedupe first') end
-  local span = tonumber(mget('dedupeSpan') or '') or bits
-  local sharded = span ~= bits
-  local several = n * k > BITS_PER_BITFIELD
-  -- (Below the span, told without tonumber: a position in plain decimal is
-  -- below it when it has fewer digits, or as many and sorts before it.
-  -- tonumber is glibc's exact strtod, costly for fourteen positions a
-  -- link. A position not in plain decimal may pass
-  -- this test, and is then refused whole by BITFIELD or the check below.)
-  local span_s = fmt(span)
-  local span_len = #span_s
-  for j = first_pos, first_pos - 1 + n * k do
-    local arg = ARGV[j]
-    local len = #arg
-    if len > span_len or (len == span_len and arg >= span_s) then
-      raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is outside the bitmap of ' .. span_s .. ' bits')
-    end
-    if several and arg ~= '0' and not sfind(arg, '^[1-9]%d*$') then
-      raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
-    end
-    -- (A shard holds part of the bitmap: position p is its bit p mod dedupeBits.)
-    if sharded then
-      local p = tonumber(arg)
-      if p == nil or p % 1 ~= 0 or p < 0 then
-        raise('WEIR_BAD_ARGS', 'bit position ' .. arg .. ' is not written in plain decimal digits')
-      end
-      arg = fmt(p % bits)
-    end
-    ops[nops + 1], ops[nops + 2], ops[nops + 3], ops[nops + 4] = 'SET', 'u1', arg, '1'
-    nops = nops + 4
-  end
+  local plan = dedupe_plan(k, blocked, n, first_pos)
+  fresh = dedupe_apply(plan)
 end
-
--- Sets every item's bits; returns the old bits, in order. Each bit turned
--- on is counted in meta 'dedupeSet' (the filter's fill, for status, without
--- a BITCOUNT of the whole bitmap).
-local function set_bits()
-  local old, nold = nil, 0
-  local flipped = 0
-  for i = 1, nops, 4 * BITS_PER_BITFIELD do
-    local got = redis.pcall('BITFIELD', K_DEDUPE, unpack(ops, i, mmin(i + 4 * BITS_PER_BITFIELD - 1, nops)))
-    -- (Refused whole, nothing set: a position not in plain decimal, see above.
-    -- Any other refusal, say of a key of another type, is Redis's own.)
-    if got.err then
-      if not sfind(got.err, 'bit offset', 1, true) then error(got) end
-      raise('WEIR_BAD_ARGS', 'a bit position is not written in plain decimal digits (' .. got.err .. ')')
-    end
-    -- (One command's reply is the list itself; a call of more bits than one command takes appends.)
-    if not old then
-      old, nold = got, #got
-    else
-      for x = 1, #got do
-        nold = nold + 1
-        old[nold] = got[x]
-      end
-    end
-  end
-  for x = 1, nold do
-    if old[x] == 0 then flipped = flipped + 1 end
-  end
-  if flipped > 0 and mget('dedupeSet') then mincr('dedupeSet', flipped) end
-  return old
-end
-
--- Whether item i (1-based over the call) is new: one of its old bits was 0.
-local old = k > 0 and set_bits() or nil
 local function is_new(i)
-  if not old then return true end
-  for j = (i - 1) * k + 1, i * k do
-    if old[j] == 0 then return true end
-  end
-  return false
+  return fresh == nil or fresh[i]
 end
 
 local flags = {}

@@ -1,7 +1,7 @@
 --[[
   What every queue script includes: the key block (keys.lua), arguments and
   limits (args.lua), the meta hash (meta.lua), queue records (record.lua), item storage (items.lua),
-  the schedule (schedule.lua), leases (leases.lua), commits
+  the dedupe bitmap (dedupe.lua), the schedule (schedule.lua), leases (leases.lua), commits
   (commits.lua), and dequeue's steps: work coming due (promote.lua),
   promises (promises.lua) and serving (serve.lua); each included once. (A
   function library compiles them once for all scripts; a script sent by
@@ -13,6 +13,7 @@
   names above are set (test/queue/scripts.test.ts keeps room for 30 more).
 ]]
 --@include "commits"
+--@include "dedupe"
 --@include "promote"
 --@include "serve"
 

@@ -12,7 +12,7 @@ import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validat
 import { Layouts } from './layouts.js';
 import { holdsForReport, LIMITS } from './limits.js';
 import { decodeDead, decodeOutcome, decodeRanks, decodeStats, type StatsReply } from './replies.js';
-import { ScriptRunner, type ScriptName } from './scripts.js';
+import { ScriptRunner, type ScriptArg, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
 import type { ArenaStats, DeadItem, Lease, LeaseOutcome, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
 
@@ -29,7 +29,7 @@ export class ArenaAdmin {
   }
 
   /** Runs a script on one shard (an arena of one shard: tag = the arena). */
-  protected run(name: ScriptName, tag: string, args: (string | number)[]): Promise<unknown> {
+  protected run(name: ScriptName, tag: string, args: ScriptArg[]): Promise<unknown> {
     return this.scripts.run(name, shardKeys(this.prefix, tag), args);
   }
 

@@ -6,7 +6,35 @@
 import { checkDedupe, checkInt, checkItems, checkName, checkRate } from './checks.js';
 import { QueueArgumentError } from './errors.js';
 import { LIMITS } from './limits.js';
+import type { ScriptArg } from './script-call.js';
 import type { EnqueueOptions } from './types.js';
+
+/** Bits in a block of a blocked Bloom filter: an item whose positions all fall in one is sent in block form (lua/enqueue.lua). */
+const BLOCK_BITS = 512;
+
+/**
+ * Whether every item's positions fall in one 512-bit block each (a blocked
+ * Bloom filter's, as the crawler's are): then, asked (dedupeBlocks), each
+ * item's go as one argument, its block and k offsets packed
+ * (lua/includes/dedupe.lua's block form), not k decimal numbers for BITFIELD.
+ */
+function inBlocks(dedupe: readonly (readonly number[])[]): boolean {
+  for (const d of dedupe) {
+    const block = Math.floor((d[0] as number) / BLOCK_BITS);
+    if (block >= 2 ** 32) return false;
+    for (const p of d) if (Math.floor(p / BLOCK_BITS) !== block) return false;
+  }
+  return true;
+}
+
+/** An item's positions in block form: '>I4' the block, then each offset in it as '>H'. */
+function blockForm(positions: readonly number[]): Buffer {
+  const out = Buffer.allocUnsafe(4 + 2 * positions.length);
+  const block = Math.floor((positions[0] as number) / BLOCK_BITS);
+  out.writeUInt32BE(block, 0);
+  positions.forEach((p, h) => out.writeUInt16BE(p - block * BLOCK_BITS, 4 + 2 * h));
+  return out;
+}
 
 /** The script's trailing options (lua/enqueue.lua), checked: 'create' rate maxInFlight, 'lower', 'front'. */
 export function enqueueOptionArgs(queue: string, options: EnqueueOptions): (string | number)[] {
@@ -26,12 +54,17 @@ export interface EnqueueRequest {
   dedupe: readonly (readonly number[])[] | undefined;
 }
 
-/** One queue's enqueue checked (FairQueue.enqueue's arguments): its request, its count of bit positions an item, its option arguments. */
-export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number; opts: (string | number)[] } {
+/**
+ * One queue's enqueue checked (FairQueue.enqueue's arguments): its request,
+ * its count of bit positions an item, written as the script takes it ('b<k>'
+ * when they go in block form), its option arguments.
+ */
+export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number | string; opts: (string | number)[] } {
   checkName('queue name', queue);
   const k = checkDedupe(options.dedupe, items.length);
   checkItems(items);
-  return { req: { queue, items, dedupe: options.dedupe }, k, opts: enqueueOptionArgs(queue, options) };
+  const form = k > 0 && options.dedupeBlocks === true && options.dedupe && inBlocks(options.dedupe) ? `b${k}` : k;
+  return { req: { queue, items, dedupe: options.dedupe }, k: form, opts: enqueueOptionArgs(queue, options) };
 }
 
 /** Requests by the script call key they share (shard, positions, options), each key's in the order given, with where each came from. */
@@ -51,17 +84,18 @@ export function byCallKey(checked: readonly { req: EnqueueRequest }[], keyOf: (r
 
 /** One script call: its arguments, and for each of its items (in order) the request it came from. */
 export interface EnqueueCall {
-  args: (string | number)[];
+  args: ScriptArg[];
   requestOf: number[];
 }
 
 /**
  * The script calls for `reqs`: `before` and `after` (the shard count, the
- * options) around each call's own arguments. Items are taken by index, a
+ * options) around each call's own arguments; `k` as checkedEnqueue wrote it
+ * (its positions in block form when 'b<k>'). Items are taken by index, a
  * call's queues in the order they first appear in it (no object per item:
  * a kickoff makes a million of these).
  */
-export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number, max: number, before: readonly (string | number)[] = [], after: readonly (string | number)[] = []): EnqueueCall[] {
+export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number | string, max: number, before: readonly (string | number)[] = [], after: readonly (string | number)[] = []): EnqueueCall[] {
   // Every item as (request, index in it), in request order.
   const reqOf: number[] = [];
   const idxOf: number[] = [];
@@ -82,7 +116,7 @@ export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number, max: nu
       if (group) group.push(e);
       else groups.set(queue, [e]);
     }
-    const args: (string | number)[] = [...before, k, groups.size];
+    const args: ScriptArg[] = [...before, k, groups.size];
     for (const [queue, group] of groups) args.push(queue, group.length);
     const requestOf: number[] = [];
     for (const group of groups.values()) {
@@ -92,11 +126,13 @@ export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number, max: nu
         requestOf.push(reqOf[e] as number);
       }
     }
-    if (k > 0) {
+    if (k !== 0) {
+      const blocks = typeof k === 'string';
       for (const group of groups.values()) {
         for (const e of group) {
           const bits = reqs[reqOf[e] as number]?.dedupe?.[idxOf[e] as number] ?? [];
-          for (const b of bits) args.push(b);
+          if (blocks) args.push(blockForm(bits));
+          else for (const b of bits) args.push(b);
         }
       }
     }

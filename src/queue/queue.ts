@@ -140,10 +140,10 @@ export class FairQueue extends LeaseEnds {
    * count of new items.
    */
   private async enqueueBatch(key: string, reqs: EnqueueRequest[]): Promise<number[]> {
-    const [tag, shards, k, opts] = JSON.parse(key) as [string, number, number, (string | number)[]];
+    const [tag, shards, k, opts] = JSON.parse(key) as [string, number, number | string, (string | number)[]];
     const counts = reqs.map(() => 0);
     // (Items already seen left out first, while enough of them are: seen-check.ts.)
-    const sent = k > 0 ? await this.seenCheck.leaveOutSeen(this.client, shardKey(this.prefix, tag, 'dedupe'), tag, shards, reqs) : reqs;
+    const sent = k !== 0 ? await this.seenCheck.leaveOutSeen(this.client, shardKey(this.prefix, tag, 'dedupe'), tag, shards, reqs) : reqs;
     // The calls go out together (one connection keeps their order): Redis works through them while this process does what comes next.
     const calls = enqueueCalls(sent, k, LIMITS.maxPerCall, [shards], opts);
     const replies = await Promise.all(calls.map((call) => this.run('enqueue', tag, call.args)));
@@ -154,7 +154,7 @@ export class FairQueue extends LeaseEnds {
         if (flags[j] === '1') counts[req] = (counts[req] ?? 0) + 1;
       });
     });
-    if (k > 0) this.seenCheck.note(tag, reqs, counts);
+    if (k !== 0) this.seenCheck.note(tag, reqs, counts);
     return counts;
   }
 

@@ -37,15 +37,18 @@ function writeDigits(buf: Buffer, n: number, at: number): number {
   return end;
 }
 
-const plainInt = (v: string | number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+/** An argument of a script call: a number, text (sent as UTF-8), or bytes as they are. */
+export type ScriptArg = string | number | Buffer;
+
+const plainInt = (v: ScriptArg): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /** RESP bulk strings of `args` (as ioredis would send them: a number as String(n)), in one Buffer, after `headBytes` bytes left for the caller. */
-function encodeBulk(args: readonly (string | number)[], headBytes: number): Buffer {
+function encodeBulk(args: readonly ScriptArg[], headBytes: number): Buffer {
   const sizes = new Array<number>(args.length);
   let total = headBytes;
   for (let i = 0; i < args.length; i++) {
-    const v = args[i] as string | number;
-    const size = plainInt(v) ? digitCount(v) : Buffer.byteLength(typeof v === 'string' ? v : String(v));
+    const v = args[i] as ScriptArg;
+    const size = plainInt(v) ? digitCount(v) : typeof v === 'object' ? v.length : Buffer.byteLength(typeof v === 'string' ? v : String(v));
     sizes[i] = size;
     // $<size>\r\n<bytes>\r\n
     total += 1 + digitCount(size) + 2 + size + 2;
@@ -53,13 +56,15 @@ function encodeBulk(args: readonly (string | number)[], headBytes: number): Buff
   const buf = Buffer.allocUnsafe(total);
   let at = headBytes;
   for (let i = 0; i < args.length; i++) {
-    const v = args[i] as string | number;
+    const v = args[i] as ScriptArg;
     const size = sizes[i] as number;
     buf[at++] = 0x24; // '$'
     at = writeDigits(buf, size, at);
     buf[at++] = CRLF_0;
     buf[at++] = CRLF_1;
-    at = plainInt(v) ? writeDigits(buf, v, at) : at + buf.write(typeof v === 'string' ? v : String(v), at);
+    if (plainInt(v)) at = writeDigits(buf, v, at);
+    else if (typeof v === 'object') at += v.copy(buf, at);
+    else at += buf.write(typeof v === 'string' ? v : String(v), at);
     buf[at++] = CRLF_0;
     buf[at++] = CRLF_1;
   }
@@ -71,7 +76,7 @@ export class EncodedCommand extends Command {
   private readonly encoded: Buffer;
 
   /** `keyPrefix`: the client's own (ioredis puts it before each key of the head). */
-  constructor(name: string, head: (string | number)[], tail: readonly (string | number)[], options: { keyPrefix?: string | undefined } = {}) {
+  constructor(name: string, head: (string | number)[], tail: readonly ScriptArg[], options: { keyPrefix?: string | undefined } = {}) {
     // (Replies as strings, as ioredis's own commands give them.)
     super(name, head, { replyEncoding: 'utf8', ...(options.keyPrefix ? { keyPrefix: options.keyPrefix } : {}) });
     // (this.args is the head as ioredis left it: a key prefix applied.)
@@ -92,7 +97,7 @@ export class EncodedCommand extends Command {
 }
 
 /** Sends `name head… tail…` on `client` as an EncodedCommand (with the client's key prefix); resolves its reply. */
-export function sendEncoded(client: RedisClient, name: string, head: (string | number)[], tail: readonly (string | number)[]): Promise<unknown> {
+export function sendEncoded(client: RedisClient, name: string, head: (string | number)[], tail: readonly ScriptArg[]): Promise<unknown> {
   const command = new EncodedCommand(name, head, tail, { keyPrefix: client.options.keyPrefix });
   void client.sendCommand(command);
   return command.promise;

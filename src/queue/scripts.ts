@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fromReplyError } from './errors.js';
 import { luaLimits } from './limits.js';
-import { sendEncoded } from './script-call.js';
+import { sendEncoded, type ScriptArg } from './script-call.js';
+
+export type { ScriptArg };
 import type { RedisClient } from './types.js';
 
 /** The queue's commands, one Lua file each in lua/. */
@@ -179,7 +181,7 @@ export class ScriptRunner<Extra extends string = never> {
     this.library = loadLibrary(extra);
   }
 
-  async run(name: ScriptName | Extra, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async run(name: ScriptName | Extra, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
     if (this.mode !== 'eval') {
       try {
         const out = await this.fcall(name, keys, args);
@@ -202,7 +204,7 @@ export class ScriptRunner<Extra extends string = never> {
     return this.evalsha(name, keys, args);
   }
 
-  private fcall(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private fcall(name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
     return sendEncoded(this.client, 'FCALL', [this.library.functionOf(name), keys.length, ...keys], args);
   }
 
@@ -217,7 +219,7 @@ export class ScriptRunner<Extra extends string = never> {
     await this.loading;
   }
 
-  private async evalsha(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async evalsha(name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
     const script = this.scripts.get(name);
     if (!script) throw new Error(`unknown script ${name}`);
     try {

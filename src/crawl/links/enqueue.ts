@@ -75,16 +75,18 @@ export interface QueueRouter {
  * carries many in one script call. A queue is its domain's, or with a
  * `router` whatever it says (its server's). A domain the seed does not list
  * is created by its enqueue with `otherLimits` (its place among
- * maxDomains granted before: store/domain-claims.ts). Returns how many were new.
+ * maxDomains granted before: store/domain-claims.ts). `bulk` (a kickoff's
+ * start URLs) sends each URL's Bloom bits as its block (dedupeBlocks).
+ * Returns how many were new.
  */
 export async function enqueueUrls(
   queue: FairQueue,
   arena: string,
   bloom: BloomParams,
   batch: ByDomain,
-  options: { otherLimits?: QueueLimit | undefined; priorityDepth?: number | null; router?: QueueRouter | undefined } = {},
+  options: { otherLimits?: QueueLimit | undefined; priorityDepth?: number | null; router?: QueueRouter | undefined; bulk?: boolean } = {},
 ): Promise<number> {
-  const { otherLimits, priorityDepth = null, router } = options;
+  const { otherLimits, priorityDepth = null, router, bulk = false } = options;
   const groups: QueueGroup[] = router
     ? await router.regroup(batch)
     : [...batch.groups].map(([domain, list]) => ({ queue: domain, list, create: batch.others.has(domain) ? otherLimits : undefined }));
@@ -95,7 +97,7 @@ export async function enqueueUrls(
     calls.push({
       queue: g.queue,
       items: list.map(encodeItem),
-      options: { dedupe: list.map((q) => bloomPositions(q.url, bloom)), ...(g.create ? { create: g.create, lower: g.lower === true } : {}), ...(front ? { front } : {}) },
+      options: { dedupe: list.map((q) => bloomPositions(q.url, bloom)), dedupeBlocks: bulk, ...(g.create ? { create: g.create, lower: g.lower === true } : {}), ...(front ? { front } : {}) },
     });
   };
   for (const g of groups) {
