@@ -5,20 +5,26 @@
  * URL each), and over n domains no list names (at defaultRate); each kicked off by the built `weir kickoff` (dist/cli.js)
  * under /usr/bin/time: URLs queued per second (wall), the process's peak
  * resident memory, and the same for a second kickoff of the same seed
- * (which finds every URL seen and queues nothing). One redis-server of its own.
+ * (which finds every URL seen and queues nothing). One redis-server of its
+ * own each, its CPU (INFO cpu) a URL beside. Then the floor of the last
+ * case: the seed design's scripts (bench/seed-design.ts) kicked off from
+ * the same file by the least client there is: lines read, each URL's host
+ * cut out as its queue, define_rate_limits and the seed design's enqueue
+ * for each, 10,000 URLs at a time, two batches in flight as weir's kickoff.
  */
 import { execFile } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createGzip } from 'node:zlib';
+import { createGunzip, createGzip } from 'node:zlib';
 import { Redis } from 'ioredis';
 import { FairQueue } from '../src/queue/index.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { builtCli } from './cpu.js';
+import { SeedDesignQueue } from './seed-design.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -45,16 +51,78 @@ export async function writeGzLines(file: string, n: number, line: (i: number) =>
   await done;
 }
 
-/** One kickoff case: the seed written, kicked off twice against a Redis of its own. */
-async function kickoffCase(out: Out, cli: string, label: string, seedPath: string, arena: string, n: number): Promise<void> {
+/** A Redis's CPU seconds so far (main thread, user + sys). */
+async function redisCpu(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+}
+
+/** One kickoff case: the seed written, kicked off twice against a Redis of its own. Returns the first kickoff's URLs/s. */
+async function kickoffCase(out: Out, cli: string, label: string, seedPath: string, arena: string, n: number): Promise<number> {
   const server = await startRedis();
   const redis = new Redis({ port: server.port, host: '127.0.0.1' });
   try {
+    const cpu0 = await redisCpu(redis);
     const first = await kickoffTimed(cli, seedPath, server.url);
+    const cpuUs = ((await redisCpu(redis)) - cpu0) * 1e6;
     const queued = (await new FairQueue(redis).stats(arena)).queued;
-    out(`kickoff of ${n.toLocaleString('en-US')} start URLs from a gzipped file (${label})`, `${Math.round(n / first.secs).toLocaleString('en-US')} URLs/s`, `${first.secs.toFixed(1)} s wall, peak RSS ${first.rssMiB.toFixed(0)} MiB; ${queued.toLocaleString('en-US')} queued`);
+    out(`kickoff of ${n.toLocaleString('en-US')} start URLs from a gzipped file (${label})`, `${Math.round(n / first.secs).toLocaleString('en-US')} URLs/s`, `${first.secs.toFixed(1)} s wall, peak RSS ${first.rssMiB.toFixed(0)} MiB; ${queued.toLocaleString('en-US')} queued; Redis CPU ${(cpuUs / n).toFixed(1)} µs a URL`);
     const second = await kickoffTimed(cli, seedPath, server.url);
     out('the same kickoff again', `${Math.round(n / second.secs).toLocaleString('en-US')} URLs/s`, `${second.secs.toFixed(1)} s, peak RSS ${second.rssMiB.toFixed(0)} MiB; said: ${second.said}`);
+    return n / first.secs;
+  } finally {
+    redis.disconnect();
+    await server.destroy();
+  }
+}
+
+/** A gzipped file's lines, `size` at a time (the floor's reader: chunks split at newlines, nothing else). */
+async function* gzLineBatches(file: string, size: number): AsyncGenerator<string[]> {
+  let rest = '';
+  let batch: string[] = [];
+  for await (const chunk of createReadStream(file).pipe(createGunzip())) {
+    const lines = (rest + (chunk as Buffer).toString('utf8')).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line === '') continue;
+      batch.push(line);
+      if (batch.length >= size) {
+        yield batch;
+        batch = [];
+      }
+    }
+  }
+  if (rest !== '') batch.push(rest);
+  if (batch.length > 0) yield batch;
+}
+
+/**
+ * The seed design's scripts kicked off from `file` (one URL a line, each of
+ * a domain of its own): each URL's host its queue, define_rate_limits for a
+ * batch's queues, then its enqueue script for each URL, all of a batch sent
+ * at once, two batches in flight. Its URLs/s and Redis CPU a URL.
+ */
+async function seedDesignKickoff(file: string, n: number): Promise<{ rate: number; cpuUs: number }> {
+  const server = await startRedis();
+  const redis = new Redis({ port: server.port, host: '127.0.0.1' });
+  try {
+    const seed = new SeedDesignQueue(redis);
+    const cpu0 = await redisCpu(redis);
+    const t0 = performance.now();
+    const writing: Promise<unknown>[] = [];
+    for await (const urls of gzLineBatches(file, 10_000)) {
+      const hosts = urls.map((u) => u.slice(u.indexOf('//') + 2, u.indexOf('/', u.indexOf('//') + 2)));
+      const batch = (async () => {
+        await seed.defineRateLimits('floor', Object.fromEntries(hosts.map((h) => [h, 1])));
+        await Promise.all(urls.map((u, i) => seed.enqueue('floor', hosts[i] as string, u)));
+      })();
+      batch.catch(() => undefined);
+      writing.push(batch);
+      if (writing.length >= 2) await writing.shift();
+    }
+    await Promise.all(writing);
+    const secs = (performance.now() - t0) / 1000;
+    return { rate: n / secs, cpuUs: (((await redisCpu(redis)) - cpu0) * 1e6) / n };
   } finally {
     redis.disconnect();
     await server.destroy();
@@ -79,5 +147,12 @@ export async function kickoffFileBenchmarks(out: Out, dir: string): Promise<void
   await kickoffCase(out, cli, `${n.toLocaleString('en-US')} domains from a domain file`, join(dir, 'tops.yaml'), 'kickoff-tops', n);
   // n domains no list names, each joining at defaultRate.
   await writeFile(join(dir, 'defaults.yaml'), `arena: kickoff-defaults\ndefaultRate: 1\nstartFiles: [tops.txt.gz]\n${bloom}\n`);
-  await kickoffCase(out, cli, `${n.toLocaleString('en-US')} domains at defaultRate`, join(dir, 'defaults.yaml'), 'kickoff-defaults', n);
+  const weir = await kickoffCase(out, cli, `${n.toLocaleString('en-US')} domains at defaultRate`, join(dir, 'defaults.yaml'), 'kickoff-defaults', n);
+  // The floor beside it: the seed design's scripts, the same file, no dedupe, no leases, no domain list.
+  const floor = await seedDesignKickoff(join(dir, 'tops.txt.gz'), n);
+  out(
+    `floor: the seed design's scripts, the same ${n.toLocaleString('en-US')} URLs over as many new domains`,
+    `${Math.round(floor.rate).toLocaleString('en-US')} URLs/s`,
+    `Redis CPU ${floor.cpuUs.toFixed(1)} µs a URL; weir at defaultRate ÷ it: ${(weir / floor.rate).toFixed(2)}`,
+  );
 }

@@ -16,9 +16,11 @@
     k '>H' offsets o < 512 in it (positions b * 512 + o). The item's 64
     bytes are read with one GETRANGE, its bits tested and set here, and the
     block written back with one SETRANGE if one was new. A BITFIELD
-    operation made four arguments into Redis objects and freed them, and a
-    reply, per bit: a new link cost 129,000 instructions in positions and
-    95,000 in blocks (docs/benchmarks.md).
+    operation makes four arguments into Redis objects and frees them, and a
+    reply, per bit: a kickoff's new URL costs 278,000 instructions in
+    positions and 221,000 in blocks; but blocks take two commands an item
+    where BITFIELD takes one a call, so only bulk loads send them (the
+    client's dedupeBlocks: docs/benchmarks.md, "Kickoff from files").
 ]]
 --@include "meta"
 local dedupe_plan, dedupe_apply
