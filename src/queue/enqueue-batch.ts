@@ -9,7 +9,7 @@ import { LIMITS } from './limits.js';
 import type { ScriptArg } from './script-call.js';
 import type { EnqueueOptions } from './types.js';
 
-/** Bits in a block of a blocked Bloom filter: an item whose positions all fall in one is sent in block form (lua/enqueue.lua). */
+/** Bits in a block of a blocked Bloom filter: an item whose positions all fall in one may go in block form (lua/includes/dedupe.lua). */
 const BLOCK_BITS = 512;
 
 /**
