@@ -3,6 +3,7 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts ./scripts
 COPY lua ./lua
 RUN npm ci --ignore-scripts && npm run build && npm prune --omit=dev
 

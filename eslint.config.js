@@ -116,8 +116,8 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
-    // Plain ES modules: preloaded into test processes (node --import), or run by a benchmark without a TypeScript loader.
-    files: ['test/**/*.mjs', 'bench/**/*.mjs'],
+    // Plain ES modules: preloaded into test processes (node --import), run by a benchmark without a TypeScript loader, or by the build.
+    files: ['test/**/*.mjs', 'bench/**/*.mjs', 'scripts/**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,

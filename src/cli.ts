@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-/** The `weir` command's entry point (package.json "bin"): see src/cli/main.ts. */
+/**
+ * The `weir` command's entry point (package.json "bin"): see src/cli/main.ts.
+ * Built, this file is the entry of one esbuild bundle (scripts/bundle-cli.mjs)
+ * and everything else is loaded from its chunks in dist/bin/, so main is
+ * imported, not re-exported: code that finds lua/ or web/ from its own URL
+ * must sit two folders below the package's root, as it does in src/.
+ */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { EXIT } from './cli/exit.js';
-import { main } from './cli/main.js';
-
-export { EXIT, main };
 
 function invokedDirectly(): boolean {
   try {
@@ -16,6 +18,7 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
+  const [{ main }, { EXIT }] = await Promise.all([import('./cli/main.js'), import('./cli/exit.js')]);
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: unknown) => {
