@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { CrawlLock } from '../crawl/store/index.js';
 import { startCrawl } from '../crawl/run.js';
 import { crawlStats } from '../crawl/counters/index.js';
@@ -10,6 +10,7 @@ import { EXIT } from './exit.js';
 import { sayPlacement } from './redis.js';
 import { keepKickoffHeapSmall } from './kickoff.js';
 import { forwardSignals } from './signals.js';
+import { AWAIT_KICKOFF_ENV, tellWorkers, type StartWord } from './crawl-start.js';
 
 export interface CrawlFlags {
   workers: number;
@@ -29,8 +30,12 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
   const redis = await connectRedis(url);
   const queue = new FairQueue(redis);
   const startedAt = Date.now();
+  // The workers start now and wait for the kickoff's word (crawl-start.ts).
+  const children = startWorkers(seedPath, url, flags);
+  const exited = children.map((c) => new Promise<number>((res) => c.on('exit', (code, signal) => res(code ?? (signal ? 128 : 1)))));
   let lock: CrawlLock | undefined;
   let signals: ReturnType<typeof forwardSignals> | undefined;
+  let word: StartWord = 'stop';
   try {
     const started = await startCrawl(redis, seed, queue, flags.out);
     lock = started.lock;
@@ -40,28 +45,39 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
       process.stdout.write(`arena ${seed.arena} is already drained: nothing to crawl. Run \`weir clear ${seedPath} --yes\` (or use another arena) to crawl again.\n`);
       return EXIT.ok;
     }
-    const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.warc ? ['--warc', flags.warc.dir, '--warc-max-bytes', String(flags.warc.maxBytes)] : []), ...(flags.workerArgs ?? [])];
-    // The Redis URL goes by environment, not argv: a password would show in `ps`.
-    const children = Array.from({ length: flags.workers }, () =>
-      spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {
-        stdio: ['ignore', 'inherit', 'inherit'],
-        env: { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1' },
-      }),
-    );
+    word = 'go';
+    tellWorkers(children, word);
     signals = forwardSignals(children);
     const stopProgress = progressLine(process.stdout, progressText(redis, queue, seed.arena, startedAt));
-    const codes = await Promise.all(children.map((c) => new Promise<number>((res) => c.on('exit', (code, signal) => res(code ?? (signal ? 128 : 1))))));
+    const codes = await Promise.all(exited);
     stopProgress();
     const stats = await crawlStats(redis, seed.arena, queue);
     process.stdout.write(`${formatCrawlSummary(stats, (Date.now() - startedAt) / 1000, flags.workers, flags.out)}\n`);
     if (signals.stopping()) return codes.find((c) => c === EXIT.sigint || c === EXIT.sigterm) ?? EXIT.sigint;
     return codes.every((c) => c === 0) ? EXIT.ok : EXIT.failure;
   } finally {
+    // Told to stop (the kickoff failed or found nothing): they leave at once; wait so none outlives the command.
+    if (word === 'stop') {
+      tellWorkers(children, word);
+      await Promise.all(exited);
+    }
     signals?.release();
     await lock?.release();
     await queue.close();
     redis.disconnect();
   }
+}
+
+/** `flags.workers` processes of `weir worker SEED --exit-when-done`, each waiting for the kickoff's word. */
+function startWorkers(seedPath: string, url: string, flags: CrawlFlags): ChildProcess[] {
+  const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.warc ? ['--warc', flags.warc.dir, '--warc-max-bytes', String(flags.warc.maxBytes)] : []), ...(flags.workerArgs ?? [])];
+  // The Redis URL goes by environment, not argv: a password would show in `ps`.
+  return Array.from({ length: flags.workers }, () =>
+    spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1', [AWAIT_KICKOFF_ENV]: '1' },
+    }),
+  );
 }
 
 /** The crawl's progress, from Redis. */

@@ -5,6 +5,7 @@ import { CrawlWorker } from '../crawl/worker.js';
 import { FairQueue } from '../queue/index.js';
 import { connectRedis } from '../redis.js';
 import type { CommandContext } from './context.js';
+import { startWord } from './crawl-start.js';
 import { progressLine } from './draw.js';
 import { EXIT } from './exit.js';
 import { sayPlacement, warnEviction } from './redis.js';
@@ -32,6 +33,8 @@ export async function cmdWorker(ctx: CommandContext, flags: WorkerFlags): Promis
 }
 
 async function workerCommand({ seed: local, url, log }: CommandContext, flags: WorkerFlags, sig: Signals): Promise<number> {
+  // Started by `weir crawl` before its kickoff: connect meanwhile, crawl on its word.
+  const word = startWord(sig.signal);
   const redis = await connectRedis(url, {
     waitMs: flags.redisWaitMs,
     connectTimeoutMs: 2000,
@@ -40,6 +43,10 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
     onReconnect: (attempt, delayMs) => void (attempt % 20 === 1 && log.warn({ attempt, delayMs }, 'Redis connection lost: reconnecting')),
     onWarning: (message) => log.warn(message),
   });
+  if ((await word) === 'stop') {
+    redis.disconnect();
+    return sig.exitCode() ?? EXIT.ok;
+  }
   await warnEviction(redis, log);
   log.info({ arena: local.arena }, 'worker starting');
   const seed = await storedSeed(redis, local, { log, signal: sig.signal });

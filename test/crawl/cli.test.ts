@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FairQueue } from '../../src/queue/index.js';
 import { crawl } from '../../src/index.js';
+import { CrawlLock } from '../../src/crawl/store/index.js';
 import { freePort } from '../helpers/redis.js';
 import { treeSite } from '../helpers/web.js';
 import { useCrawlWorld } from '../helpers/world.js';
@@ -160,6 +161,46 @@ describe('weir CLI', () => {
     const again = await run(['crawl', seed, '--workers', '2', '--redis', world.server.url]);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /already drained/);
+  });
+
+  it('weir crawl starts its workers during the kickoff; they crawl only once it is done', async () => {
+    const seed = await writeSeed('overlap');
+    // Writes wait while Redis is paused, so the kickoff cannot finish until the test says.
+    await world.redis.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+    let stderr = '';
+    let p: ChildProcess | undefined;
+    try {
+      p = weir(['crawl', seed, '--workers', '2', '--redis', world.server.url], { WEIR_LOG_LEVEL: 'info' });
+      p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+      const deadline = Date.now() + 60_000;
+      while ((stderr.match(/from REDIS_URL/g) ?? []).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.equal((stderr.match(/from REDIS_URL/g) ?? []).length, 2, `both workers up during the kickoff: ${stderr}`);
+      assert.doesNotMatch(stderr, /kickoff done/);
+    } finally {
+      await world.redis.call('CLIENT', 'UNPAUSE');
+    }
+    const code = await exited(p);
+    assert.equal(code, 0, stderr);
+    const kicked = stderr.indexOf('kickoff done');
+    const starting = [...stderr.matchAll(/worker starting/g)].map((m) => m.index);
+    assert.ok(kicked >= 0 && starting.length === 2 && starting.every((i) => i > kicked), stderr);
+    for (let n = 0; n < PAGES; n++) assert.ok(world.web.fetched('T', n === 0 ? '/' : `/p/${n}`) >= 1, `page ${n} fetched`);
+  });
+
+  it('weir crawl whose kickoff fails (the arena busy) stops the workers it started, crawling nothing', async () => {
+    const seed = await writeSeed('busy');
+    const fetchedBefore = world.web.of('T').length;
+    const lock = await CrawlLock.acquire(world.redis, new FairQueue(world.redis), 'busy');
+    try {
+      const r = await run(['crawl', seed, '--workers', '2', '--redis', world.server.url], { WEIR_LOG_LEVEL: 'info' });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /arena busy is being crawled by/);
+      assert.equal((r.stderr.match(/from REDIS_URL/g) ?? []).length, 2, 'the workers were started');
+      assert.doesNotMatch(r.stderr, /worker starting/);
+      assert.equal(world.web.of('T').length, fetchedBefore, 'nothing fetched');
+    } finally {
+      await lock.release();
+    }
   });
 
   it('the programmatic API: crawl() with an onPage hook that reads the page with cheerio and adds URLs', async () => {

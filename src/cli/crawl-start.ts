@@ -1,0 +1,54 @@
+/**
+ * `weir crawl` starts its worker processes before its kickoff, so that their
+ * start-up (a Node process, the crawler's modules, a Redis connection: about
+ * 0.3 s) overlaps the kickoff instead of following it. They wait for one
+ * word on the IPC channel: `go` once the kickoff is done, `stop` when it
+ * failed or found nothing to crawl. A worker must not start crawling
+ * earlier: with --exit-when-done it would take a half-seeded arena for a
+ * drained one and leave.
+ */
+import type { ChildProcess } from 'node:child_process';
+
+export type StartWord = 'go' | 'stop';
+
+/** Set in a worker's environment by `weir crawl`: wait for the word before crawling. */
+export const AWAIT_KICKOFF_ENV = 'WEIR_AWAIT_KICKOFF';
+
+interface WordMessage {
+  weir: StartWord;
+}
+
+/** The parent's side: tells each child still connected, once. */
+export function tellWorkers(children: readonly ChildProcess[], word: StartWord): void {
+  const message: WordMessage = { weir: word };
+  for (const c of children) if (c.connected) c.send(message, () => {});
+}
+
+/**
+ * The worker's side: 'go' at once unless `weir crawl` started it to wait;
+ * else the parent's word, or 'stop' if the parent went away or `signal`
+ * aborted first. Once the word is in, the channel no longer keeps this
+ * process alive.
+ */
+export function startWord(signal: AbortSignal): Promise<StartWord> {
+  if (process.env[AWAIT_KICKOFF_ENV] !== '1' || !process.send) return Promise.resolve('go');
+  return new Promise((resolve) => {
+    const done = (word: StartWord): void => {
+      process.off('message', onMessage);
+      process.off('disconnect', onGone);
+      signal.removeEventListener('abort', onGone);
+      // (Not disconnect(): inside a message's handler it throws in Node's own code.)
+      process.channel?.unref();
+      resolve(word);
+    };
+    const onMessage = (m: unknown): void => {
+      const word = (m as Partial<WordMessage> | null)?.weir;
+      if (word === 'go' || word === 'stop') done(word);
+    };
+    const onGone = (): void => done('stop');
+    process.on('message', onMessage);
+    process.once('disconnect', onGone);
+    signal.addEventListener('abort', onGone, { once: true });
+    if (signal.aborted || !process.connected) onGone();
+  });
+}
