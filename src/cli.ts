@@ -8,6 +8,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
+import { SPARE_ENV, spareWorkerArgv, startSpareWorker } from './cli/spare-worker.js';
 
 function invokedDirectly(): boolean {
   try {
@@ -17,13 +18,27 @@ function invokedDirectly(): boolean {
   }
 }
 
-if (invokedDirectly()) {
+async function run(argv: string[]): Promise<void> {
   const [{ main }, { EXIT }] = await Promise.all([import('./cli/main.js'), import('./cli/exit.js')]);
-  main(process.argv.slice(2)).then(
+  main(argv).then(
     (code) => process.exit(code),
     (err: unknown) => {
       process.stderr.write(`weir: ${String(err)}\n`);
       process.exit(EXIT.failure);
     },
   );
+}
+
+if (invokedDirectly()) {
+  if (process.env[SPARE_ENV] === '1') {
+    // `weir crawl`'s spare worker (cli/spare-worker.ts): load the worker's modules while the parent reads its seed.
+    const warm = Promise.all([import('./cli/main.js'), import('./cli/worker.js')]).catch(() => {});
+    const argv = await spareWorkerArgv();
+    if (argv === undefined) process.exit(0);
+    await warm;
+    await run(argv);
+  } else {
+    startSpareWorker(process.argv.slice(2));
+    await run(process.argv.slice(2));
+  }
 }

@@ -11,6 +11,7 @@ import { sayPlacement } from './redis.js';
 import { keepKickoffHeapSmall } from './kickoff.js';
 import { forwardSignals } from './signals.js';
 import { AWAIT_KICKOFF_ENV, tellWorkers, type StartWord } from './crawl-start.js';
+import { takeSpareWorker } from './spare-worker.js';
 
 export interface CrawlFlags {
   workers: number;
@@ -72,12 +73,13 @@ export async function cmdCrawl({ seedPath, seed, url, log }: CommandContext, fla
 function startWorkers(seedPath: string, url: string, flags: CrawlFlags): ChildProcess[] {
   const args = ['worker', seedPath, '--exit-when-done', '--concurrency', String(flags.concurrency), ...(flags.out ? ['--out', flags.out] : []), ...(flags.warc ? ['--warc', flags.warc.dir, '--warc-max-bytes', String(flags.warc.maxBytes)] : []), ...(flags.workerArgs ?? [])];
   // The Redis URL goes by environment, not argv: a password would show in `ps`.
-  return Array.from({ length: flags.workers }, () =>
-    spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1', [AWAIT_KICKOFF_ENV]: '1' },
-    }),
+  const env = { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1', [AWAIT_KICKOFF_ENV]: '1' };
+  // The first is the spare started at the command's entry (spare-worker.ts), when there is one.
+  const first = takeSpareWorker(args, env);
+  const spawned = Array.from({ length: flags.workers - (first ? 1 : 0) }, () =>
+    spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env }),
   );
+  return first ? [first, ...spawned] : spawned;
 }
 
 /** The crawl's progress, from Redis. */

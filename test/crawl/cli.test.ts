@@ -2,8 +2,9 @@
  * The weir command as a user runs it: worker processes, signals, exit codes.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FairQueue } from '../../src/queue/index.js';
@@ -45,6 +46,18 @@ async function writeSeed(arena: string): Promise<string> {
   const path = join(world.dir, `${arena}.yaml`);
   await writeFile(path, `arena: ${arena}\nrateLimits:\n  "${T.key}": 40\nstart:\n  - ${T.origin}/\nallowPrivateNetworks: true\nmaxInFlightPerDomain: 4\n`);
   return path;
+}
+
+/** The processes whose parent is `pid` (from /proc). */
+async function childPids(pid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    // Field 4 of /proc/N/stat, after the command name in parentheses, is the parent's pid.
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(entry));
+  }
+  return found;
 }
 
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
@@ -201,6 +214,51 @@ describe('weir CLI', () => {
     } finally {
       await lock.release();
     }
+  });
+
+  it('weir crawl starts its first worker at its entry, before it has read its seed; a crawl that fails early leaves none behind', async () => {
+    const path = join(world.dir, 'spare.yaml');
+    const text = await readFile(await writeSeed('spare'), 'utf8');
+    await rm(path, { force: true });
+    execFileSync('mkfifo', [path]);
+    // The seed is a FIFO: the command cannot read it (nor learn anything from it) until the test writes it.
+    let stderr = '';
+    const p = weir(['crawl', path, '--redis', world.server.url], { WEIR_LOG_LEVEL: 'info' });
+    p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const deadline = Date.now() + 60_000;
+    const soon = async (done: () => boolean): Promise<void> => {
+      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    };
+    let early = await childPids(p.pid as number);
+    while (early.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      early = await childPids(p.pid as number);
+    }
+    assert.equal(early.length, 1, 'one worker process started before the seed was read');
+    // Each reader in turn: the command (it says which Redis once it has read the seed), then its worker.
+    await writeFile(path, text);
+    await soon(() => /from --redis/.test(stderr));
+    await writeFile(path, text);
+    assert.equal(await exited(p), 0, stderr);
+    const starting = [...stderr.matchAll(/"pid":(\d+)[^\n]*worker starting/g)].map((m) => Number(m[1]));
+    assert.deepEqual(starting, early, `the early process is the crawl's worker: ${stderr}`);
+    for (let n = 0; n < PAGES; n++) assert.ok(world.web.fetched('T', n === 0 ? '/' : `/p/${n}`) >= 1, `page ${n} fetched`);
+
+    // A broken seed: the command says so and exits; its early worker leaves with it, having done nothing.
+    const bad = join(world.dir, 'spare-bad.yaml');
+    await writeFile(bad, 'arena: sparebad\nrateLimits:\n  a.com: -1\nstart: [http://a.com/]\n');
+    const q = weir(['crawl', bad, '--redis', world.server.url]);
+    let seen: number[] = [];
+    while (seen.length === 0 && q.exitCode === null && Date.now() < deadline) {
+      seen = await childPids(q.pid as number);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(await exited(q), 2);
+    assert.equal(seen.length, 1, 'the early worker was started');
+    const gone = Date.now() + 30_000;
+    while (existsSync(`/proc/${seen[0]}`) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(!existsSync(`/proc/${seen[0]}`), 'the early worker left with the command');
+    assert.equal((await world.redis.keys('weir:{sparebad}:*')).length, 0, 'nothing written');
   });
 
   it('the programmatic API: crawl() with an onPage hook that reads the page with cheerio and adds URLs', async () => {
