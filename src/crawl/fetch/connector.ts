@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
-import { buildConnector } from 'undici';
+import type { buildConnector } from 'undici';
+import { connectorOf } from './undici.js';
 import type { LookupFunction } from './netguard.js';
 
 const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' };
@@ -30,7 +31,7 @@ export class WarmConnector {
   private readonly busy = new Map<string, number>();
 
   constructor(options: { lookup: LookupFunction; timeoutMs: number }) {
-    this.base = buildConnector({ lookup: options.lookup, timeout: options.timeoutMs });
+    this.base = connectorOf({ lookup: options.lookup, timeout: options.timeoutMs });
   }
 
   /** The `connect` option for an undici Agent. */

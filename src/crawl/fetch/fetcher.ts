@@ -1,6 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { isIP } from 'node:net';
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent, request } from './undici.js';
 import { decodeStages, destroyStages, readCapped } from './body.js';
 import { ExchangeCapture, type RevisitOf, type Truncation, type WarcLocation, type WarcWriter } from '../output/index.js';
 import { WarmConnector } from './connector.js';
