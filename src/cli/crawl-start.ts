@@ -7,7 +7,7 @@
  * earlier: with --exit-when-done it would take a half-seeded arena for a
  * drained one and leave.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 
 export type StartWord = 'go' | 'stop';
 
@@ -16,6 +16,11 @@ export const AWAIT_KICKOFF_ENV = 'WEIR_AWAIT_KICKOFF';
 
 interface WordMessage {
   weir: StartWord;
+}
+
+/** This same `weir` command, with `args` and `env`, in a process of its own with an IPC channel (stdout and stderr shared). */
+export function spawnWeir(args: readonly string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
 }
 
 /** The parent's side: tells each child still connected, once. */

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { CrawlLock } from '../crawl/store/index.js';
 import { startCrawl } from '../crawl/run.js';
 import { crawlStats } from '../crawl/counters/index.js';
@@ -10,7 +10,7 @@ import { EXIT } from './exit.js';
 import { sayPlacement } from './redis.js';
 import { keepKickoffHeapSmall } from './kickoff.js';
 import { forwardSignals } from './signals.js';
-import { AWAIT_KICKOFF_ENV, tellWorkers, type StartWord } from './crawl-start.js';
+import { AWAIT_KICKOFF_ENV, spawnWeir, tellWorkers, type StartWord } from './crawl-start.js';
 import { takeSpareWorker } from './spare-worker.js';
 
 export interface CrawlFlags {
@@ -76,9 +76,7 @@ function startWorkers(seedPath: string, url: string, flags: CrawlFlags): ChildPr
   const env = { ...process.env, REDIS_URL: url, WEIR_NO_PROGRESS: '1', [AWAIT_KICKOFF_ENV]: '1' };
   // The first is the spare started at the command's entry (spare-worker.ts), when there is one.
   const first = takeSpareWorker(args, env);
-  const spawned = Array.from({ length: flags.workers - (first ? 1 : 0) }, () =>
-    spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env }),
-  );
+  const spawned = Array.from({ length: flags.workers - (first ? 1 : 0) }, () => spawnWeir(args, env));
   return first ? [first, ...spawned] : spawned;
 }
 

@@ -11,7 +11,8 @@
  * start of a crawl is its first worker's start-up (docs/benchmarks.md,
  * "Starting faster").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnWeir } from './crawl-start.js';
 
 /** Set in the spare's environment: wait for a `run` message instead of reading argv. */
 export const SPARE_ENV = 'WEIR_SPARE_WORKER';
@@ -30,10 +31,7 @@ let spare: ChildProcess | undefined;
  */
 export function startSpareWorker(argv: readonly string[]): void {
   if (argv[0] !== 'crawl' || process.env[SPARE_ENV] !== undefined) return;
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1] as string], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, [SPARE_ENV]: '1' },
-  });
+  const child = spawnWeir([], { ...process.env, [SPARE_ENV]: '1' });
   child.on('error', () => {}); // (A spare that failed to start is not used: takeSpareWorker checks.)
   // Not waited for: if the command ends without using it, the spare sees the channel close and leaves.
   child.unref();
@@ -49,7 +47,7 @@ export function takeSpareWorker(argv: string[], env: NodeJS.ProcessEnv): ChildPr
   const child = spare;
   spare = undefined;
   if (!child || !child.connected || child.exitCode !== null || child.signalCode !== null) return undefined;
-  const message: RunMessage = { weirSpare: 'run', argv, env: { ...env } };
+  const message: RunMessage = { weirSpare: 'run', argv, env };
   child.send(message, () => {});
   // From here it is a worker like the others: the command waits for it.
   child.ref();

@@ -60,6 +60,12 @@ async function childPids(pid: number): Promise<number[]> {
   return found;
 }
 
+/** Polls `done` every `everyMs` until it holds or 60 s have passed (the caller asserts what it waited for). */
+async function until(done: () => boolean | Promise<boolean>, everyMs = 20): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, everyMs));
+}
+
 const exited = (p: ChildProcess): Promise<number | null> => new Promise((r) => (p.exitCode !== null ? r(p.exitCode) : p.on('exit', (c) => r(c))));
 
 describe('weir CLI', () => {
@@ -225,19 +231,12 @@ describe('weir CLI', () => {
     let stderr = '';
     const p = weir(['crawl', path, '--redis', world.server.url], { WEIR_LOG_LEVEL: 'info' });
     p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-    const deadline = Date.now() + 60_000;
-    const soon = async (done: () => boolean): Promise<void> => {
-      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    };
-    let early = await childPids(p.pid as number);
-    while (early.length === 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-      early = await childPids(p.pid as number);
-    }
+    let early: number[] = [];
+    await until(async () => (early = await childPids(p.pid as number)).length > 0);
     assert.equal(early.length, 1, 'one worker process started before the seed was read');
     // Each reader in turn: the command (it says which Redis once it has read the seed), then its worker.
     await writeFile(path, text);
-    await soon(() => /from --redis/.test(stderr));
+    await until(() => /from --redis/.test(stderr));
     await writeFile(path, text);
     assert.equal(await exited(p), 0, stderr);
     const starting = [...stderr.matchAll(/"pid":(\d+)[^\n]*worker starting/g)].map((m) => Number(m[1]));
@@ -249,14 +248,10 @@ describe('weir CLI', () => {
     await writeFile(bad, 'arena: sparebad\nrateLimits:\n  a.com: -1\nstart: [http://a.com/]\n');
     const q = weir(['crawl', bad, '--redis', world.server.url]);
     let seen: number[] = [];
-    while (seen.length === 0 && q.exitCode === null && Date.now() < deadline) {
-      seen = await childPids(q.pid as number);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(async () => (seen = await childPids(q.pid as number)).length > 0 || q.exitCode !== null, 10);
     assert.equal(await exited(q), 2);
     assert.equal(seen.length, 1, 'the early worker was started');
-    const gone = Date.now() + 30_000;
-    while (existsSync(`/proc/${seen[0]}`) && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    await until(() => !existsSync(`/proc/${seen[0]}`));
     assert.ok(!existsSync(`/proc/${seen[0]}`), 'the early worker left with the command');
     assert.equal((await world.redis.keys('weir:{sparebad}:*')).length, 0, 'nothing written');
   });
