@@ -158,6 +158,7 @@ describe('Redis with a password (ACL user)', () => {
       assert.ok(T);
       const seedPath = join(dir, 'acl.yaml');
       await writeFile(seedPath, `arena: acl\nrateLimits:\n  "${T.key}": unlimited\nstart: ["${T.origin}/"]\nallowPrivateNetworks: true\nmaxDepth: 2\n`);
+      // Each command gets 60 s (they take 1–3): one that hangs fails here with its name and what it printed, not at the file's timeout with nothing.
       const run = (args: string[]): Promise<{ code: unknown; out: string }> =>
         new Promise((res) => {
           const p = spawn(process.execPath, ['--import', 'tsx', new URL('../../src/cli.ts', import.meta.url).pathname, ...args], {
@@ -165,9 +166,16 @@ describe('Redis with a password (ACL user)', () => {
             env: { ...process.env, WEIR_LOG_LEVEL: 'debug' },
           });
           let out = '';
+          const hung = setTimeout(() => {
+            out += `\n[test: weir ${args[0]} still running after 60 s: killed]`;
+            p.kill('SIGKILL');
+          }, 60_000);
           p.stdout.on('data', (d: Buffer) => (out += d.toString()));
           p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-          p.on('exit', (code) => res({ code, out }));
+          p.on('exit', (code) => {
+            clearTimeout(hung);
+            res({ code, out });
+          });
         });
       const k = await run(['kickoff', seedPath, '--redis', url]);
       assert.equal(k.code, 0, k.out);
