@@ -2,7 +2,8 @@
  * BENCH_PART=cpu npm run bench:crawl — what a page costs the crawler's own
  * CPU, side by side in one run on one origin of the corpus (python3-doc,
  * `unlimited`): weir (`weir crawl`: the command, kickoff and its worker
- * processes), wget -r, Crawlee's CheerioCrawler. CPU is user + system of
+ * processes), wget -r, Crawlee's CheerioCrawler, and a floor: the least a
+ * crawler in Node does (bench/floor-crawl.mjs). CPU is user + system of
  * the command and every child it waited for, measured from outside (bash's
  * `times`), not the corpus server's and not Redis's. weir runs as users run
  * it: `dist/cli.js`, built here first (`npm run build`), so each process
@@ -96,6 +97,13 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
       await rm(join(dir, 'wget-warc.warc.gz'), { force: true });
       return wget(['--warc-file', join(dir, 'wget-warc')]);
     },
+    // The floor of a crawler in Node (bench/floor-crawl.mjs): undici and htmlparser2, 8 in flight, no queue, no Redis, no dedupe filter, no output.
+    floor: async () => {
+      site.reset();
+      const r = await timed(process.execPath, [join(ROOT, 'bench/floor-crawl.mjs'), '0', '1', origin], { FLOOR_IN_FLIGHT: '8', FLOOR_START: '/index.html', WEIR_BENCH_ERR: err });
+      if (r.code !== 0) throw new Error(`the floor crawler exited ${r.code}`);
+      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+    },
     crawlee: async () => {
       site.reset();
       const r = await timed(process.execPath, [join(ROOT, 'bench/crawlee-run.mjs'), `${origin}/index.html`], { BENCH_CONCURRENCY: '8', CRAWLEE_STORAGE_DIR: join(dir, 'crawlee'), WEIR_BENCH_ERR: err });
@@ -125,6 +133,9 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   if (ran('weir', 'weir --warc')) out('cpu: weir --warc: archive size', await bytesPerPage('weir --warc', join(dir, 'warc')), 'gzip level 1, every record its own member; robots.txt included');
   if (ran('wget --warc-file')) out('cpu: wget --warc-file: archive size', await bytesPerPage('wget --warc-file', join(dir, 'wget-warc.warc.gz')), 'gzip level 6 (zlib default), every record its own member');
   if (ran('wget', 'wget --warc-file')) out('cpu: wget --warc-file / wget pages/s (wall)', (rate('wget --warc-file') / rate('wget')).toFixed(2), `the same for wget; CPU per page ${(perPage('wget --warc-file') / perPage('wget')).toFixed(2)}×`);
+  // Speed against wget is bound by what any crawler in Node costs on these two cores: the floor's speed beside wget's, and weir's beside the floor's.
+  if (ran('floor', 'wget')) out('cpu: floor / wget pages/s (wall)', (rate('floor') / rate('wget')).toFixed(2), `a crawler in Node with nothing but fetch and parse; CPU per page ${(perPage('floor') / perPage('wget')).toFixed(2)}×`);
+  if (ran('weir', 'floor')) out('cpu: weir / floor pages/s (wall)', (rate('weir') / rate('floor')).toFixed(2), `CPU per page ${(perPage('weir') / perPage('floor')).toFixed(2)}×`);
   if (ran('weir', 'crawlee')) out('cpu: weir / Crawlee CPU per page', (perPage('weir') / perPage('crawlee')).toFixed(2), 'target ≤ 0.5');
   if (process.env.BENCH_CPU_PROFILE) {
     // One more run each under V8's profiler (every process of the crawl: the

@@ -12,6 +12,10 @@
  * fetches its sites' robots.txt, then every page reachable from "/" by
  * same-origin links, each site's writes at least 1/RATE + 25 ms apart
  * (weir's send margin), timed on this process's own clock.
+ *
+ * FLOOR_IN_FLIGHT (default 4) sets the requests in flight a site when RATE
+ * is 0, and FLOOR_START (default "/") the path each site's crawl starts
+ * from: bench/cpu.ts runs it as weir runs there (8 in flight, /index.html).
  */
 import { spawn } from 'node:child_process';
 import { Parser } from 'htmlparser2';
@@ -36,9 +40,10 @@ if (process.env.FLOOR_CHILD === undefined) {
   process.exit(codes.every((c) => c === 0) ? 0 : 1);
 }
 
-const agent = new Agent({ connections: 4 });
+const inFlight = rate > 0 ? 1 : Number(process.env.FLOOR_IN_FLIGHT ?? 4);
+const startPath = process.env.FLOOR_START ?? '/';
+const agent = new Agent({ connections: Math.max(4, inFlight) });
 const intervalMs = rate > 0 ? 1000 / rate + MARGIN_MS : 0;
-const inFlight = rate > 0 ? 1 : 4;
 
 function linksOf(html, base) {
   const out = [];
@@ -60,8 +65,8 @@ function linksOf(html, base) {
 }
 
 async function crawlSite(origin) {
-  const seen = new Set([`${origin}/`]);
-  const todo = [`${origin}/robots.txt`, `${origin}/`];
+  const seen = new Set([`${origin}${startPath}`]);
+  const todo = [`${origin}/robots.txt`, `${origin}${startPath}`];
   let lastWrite = -Infinity;
   let active = 0;
   let pages = 0;
