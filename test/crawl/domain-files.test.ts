@@ -104,7 +104,7 @@ describe('domain files', () => {
     assert.match(s.files.examples[0] ?? '', /:5001: http:\/\/elsewhere\.test\/x is not inside any domain of rateLimits or domainFiles/);
   });
 
-  it('kickoff with defaultRate asks the domain list about each start URL once, when it is queued (the check pass only parses); without one, the check pass places them too', async () => {
+  it("kickoff asks the domain list about each start URL once, when it is queued: with defaultRate the check pass only parses; without, it asks only about URLs outside this kickoff's own domain files", async () => {
     const domains = join(world.dir, 'once.csv');
     await writeFile(domains, Array.from({ length: 100 }, (_, i) => `d${i}.test,1`).join('\n'));
     const starts = join(world.dir, 'once.txt');
@@ -129,7 +129,16 @@ describe('domain files', () => {
     const withDefault = await kickoffCounted(validateSeed({ arena: 'domainfiles-once', domainFiles: [domains], startFiles: [starts], defaultRate: 1 }));
     assert.deepEqual(withDefault, { reads: 1, bad: 1, enqueued: 100 });
     const without = await kickoffCounted(validateSeed({ arena: 'domainfiles-twice', domainFiles: [domains], startFiles: [starts] }));
-    assert.deepEqual(without, { reads: 2, bad: 1, enqueued: 100 });
+    assert.deepEqual(without, { reads: 1, bad: 1, enqueued: 100 });
+    // Domains an earlier kickoff listed are in Redis only: the check pass asks about those URLs (and the one no list names), and places them.
+    const later = join(world.dir, 'later.csv');
+    await writeFile(later, Array.from({ length: 10 }, (_, i) => `e${i}.test,1`).join('\n'));
+    const mixed = join(world.dir, 'mixed.txt');
+    await writeFile(mixed, [...Array.from({ length: 10 }, (_, i) => `http://e${i}.test/a`), ...Array.from({ length: 100 }, (_, i) => `http://d${i}.test/a`), 'http://nowhere.test/'].join('\n'));
+    const second = await kickoffCounted(validateSeed({ arena: 'domainfiles-twice', domainFiles: [later], startFiles: [mixed] }));
+    assert.deepEqual(second, { reads: 2, bad: 1, enqueued: 110 });
+    const queues = await new FairQueue(world.redis).stats('domainfiles-twice');
+    assert.equal(queues.queued, 210, "every start URL of both kickoffs queued, under the earlier kickoff's domains too");
   });
 
   it('a list with too many bad lines is refused before anything is written; so is an inline start URL no list names', async () => {
