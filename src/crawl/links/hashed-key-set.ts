@@ -9,6 +9,8 @@
  * answers that must be exact.
  */
 
+import { cyrb53 } from '../dedupe/index.js';
+
 /** Slots at first (a power of two); the table doubles when half full. */
 const INITIAL_SLOTS = 1 << 12;
 
@@ -78,21 +80,10 @@ export class HashedKeySet {
     }
   }
 
-  /** Two 32-bit hashes of the string's UTF-16 code units (cyrb53's mixing, both lanes kept), into h1 and h2; never both 0. */
+  /** Two 32-bit hashes of the string (the low bits of cyrb53 under two seeds), into h1 and h2; never both 0. */
   private hash(s: string): void {
-    let h1 = 0xdeadbeef;
-    let h2 = 0x41c6ce57;
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i);
-      h1 = Math.imul(h1 ^ c, 2654435761);
-      h2 = Math.imul(h2 ^ c, 1597334677);
-    }
-    h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
-    h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-    h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
-    h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-    this.h1 = h1 >>> 0;
-    this.h2 = h2 >>> 0;
+    this.h1 = cyrb53(s, 0x2545f491) % 4294967296;
+    this.h2 = cyrb53(s, 0x9e3779b9) % 4294967296;
     if (this.h1 === 0 && this.h2 === 0) this.h2 = 1;
   }
 }
