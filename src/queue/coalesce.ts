@@ -21,6 +21,13 @@ const GAP_WEIGHT = 0.2;
  * goes at once as above. So a busy worker's calls share script calls (each
  * costs Redis a fixed price, and a wake-up when it was idle) at the price of
  * at most maxLingerMs per call, and an idle one waits for nothing.
+ *
+ * With `halveFrom`, a batch of that many calls or more goes as two batch
+ * calls, its first half then its second: callers that wait for their
+ * answer before calling again (64 producers each awaiting its enqueue) get
+ * the first half's answers while Redis works on the second, and their next
+ * calls form the next batch meanwhile, so this process and Redis work at
+ * once instead of by turns.
  */
 export class Coalescer<Req, Res> {
   private readonly pending = new Map<string, Pending<Req, Res>[]>();
@@ -31,6 +38,7 @@ export class Coalescer<Req, Res> {
     private readonly flushBatch: (key: string, reqs: Req[]) => Promise<Res[]>,
     private readonly maxBatch: number,
     private readonly maxLingerMs = 0,
+    private readonly halveFrom = Infinity,
   ) {}
 
   add(key: string, req: Req): Promise<Res> {
@@ -104,6 +112,14 @@ export class Coalescer<Req, Res> {
   private flush(key: string, batch: Pending<Req, Res>[]): void {
     if (this.pending.get(key) !== batch) return;
     this.pending.delete(key);
+    if (batch.length >= this.halveFrom) {
+      const half = Math.ceil(batch.length / 2);
+      this.send(key, batch.slice(0, half));
+      this.send(key, batch.slice(half));
+    } else this.send(key, batch);
+  }
+
+  private send(key: string, batch: Pending<Req, Res>[]): void {
     this.flushBatch(
       key,
       batch.map((p) => p.req),

@@ -67,7 +67,7 @@ export class FairQueue extends LeaseEnds {
       LIMITS.maxPerCall,
       linger,
     );
-    this.enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256, linger);
+    this.enqueues = new Coalescer<EnqueueRequest, number>((key, reqs) => this.enqueueBatch(key, reqs), 256, linger, DEFAULTS.enqueueHalveFrom);
     this.commits = new Coalescer<string, LeaseOutcome>(
       async (tag, tokens) => ((await this.run('commit', tag, tokens)) as unknown[]).map(decodeOutcome),
       LIMITS.maxPerCall,

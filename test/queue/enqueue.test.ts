@@ -144,13 +144,13 @@ describe('enqueue', () => {
     });
   }
 
-  it('concurrent enqueues to many queues go in one script call, each queue in its own order', async () => {
+  it('concurrent enqueues to many queues share script calls (50 in one turn: two, halved), each queue in its own order', async () => {
     const { q, arena, names } = await fiftyQueues();
     const calls = (): Promise<number> => scriptCalls(fx.redis);
     const before = await calls();
     // One turn of the event loop: 50 queues × 3 items, one of them a repeat of another queue's.
     const added = await Promise.all(names.map((n, i) => q.enqueue(arena, n, [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`], { dedupe: [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`].map(positions) })));
-    assert.equal(await calls(), before + 1, 'one script call');
+    assert.equal(await calls(), before + 2, 'one script call for each half of the turn (DEFAULTS.enqueueHalveFrom: 32)');
     // Each item is new once, in the call's order (queue by queue): q_i's third item is
     // q_{i+1}'s first, so q_i keeps it and q_{i+1}'s own is dropped; q49's third is q0's first.
     assert.deepEqual(added, names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)));
@@ -161,7 +161,7 @@ describe('enqueue', () => {
     assert.deepEqual(seen.get('q49'), ['q49/2']);
   });
 
-  it('enqueueAll: many queues at once, as enqueue each (counts in order, dedupe, options, one script call); a bad one refused before anything is sent', async () => {
+  it('enqueueAll: many queues at once, as enqueue each (counts in order, dedupe, options, script calls shared); a bad one refused before anything is sent', async () => {
     const { q, arena, names } = await fiftyQueues();
     const before = await scriptCalls(fx.redis);
     const items = (n: string, i: number): string[] => [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`];
@@ -170,7 +170,7 @@ describe('enqueue', () => {
     const made = { queue: 'made', items: ['m/1'], options: { dedupe: [positions('m/1')], create: { rate: 2, maxInFlight: 1 } } };
     const added = await q.enqueueAll(arena, [...groups, { queue: 'q7', items: [] }, made]);
     assert.deepEqual(added, [...names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)), 0, 1]);
-    assert.equal(await scriptCalls(fx.redis), before + 2, 'one script call for the queues as they are, one for the queue it makes');
+    assert.equal(await scriptCalls(fx.redis), before + 3, 'two script calls for the 51 queues as they are (halved), one for the queue it makes');
     const seen = new Map<string, string[]>();
     for (const l of await takeAll(q, arena)) seen.set(l.queue, [...(seen.get(l.queue) ?? []), l.item]);
     assert.deepEqual([seen.get('q0'), seen.get('q3'), seen.get('made')], [['q0/1', 'q0/2', 'q1/1'], ['q3/2', 'q4/1'], ['m/1']]);

@@ -70,6 +70,22 @@ describe('Coalescer', () => {
     assert.deepEqual(sizes, [3, 3, 1]);
   });
 
+  it('with halveFrom, a batch that big goes as two calls, first half first; each call gets its own answer', async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, number>(
+      (_k, reqs) => {
+        batches.push(reqs);
+        return Promise.resolve(reqs.map((r) => r * 10));
+      },
+      100,
+      0,
+      4,
+    );
+    assert.deepEqual(await Promise.all([1, 2, 3].map((n) => c.add('k', n))), [10, 20, 30]);
+    assert.deepEqual(await Promise.all([1, 2, 3, 4, 5].map((n) => c.add('k', n))), [10, 20, 30, 40, 50]);
+    assert.deepEqual(batches, [[1, 2, 3], [1, 2, 3], [4, 5]], 'three calls: one under halveFrom; five as three and two');
+  });
+
   it('a failed batch rejects every call in it', async () => {
     const c = new Coalescer<number, number>(() => Promise.reject(new Error('down')), 10);
     const results = await Promise.allSettled([c.add('k', 1), c.add('k', 2)]);
