@@ -2,6 +2,8 @@ interface Pending<Req, Res> {
   req: Req;
   resolve: (r: Res) => void;
   reject: (e: unknown) => void;
+  /** Who asked: one number for each `add`, one for all the requests of an `addMany` (never split apart). */
+  caller: number;
 }
 
 /** Weight of the newest gap in a key's mean gap between calls. */
@@ -22,17 +24,30 @@ const GAP_WEIGHT = 0.2;
  * costs Redis a fixed price, and a wake-up when it was idle) at the price of
  * at most maxLingerMs per call, and an idle one waits for nothing.
  *
- * With `halveFrom`, a batch of that many calls or more goes as two batch
- * calls, its first half then its second: callers that wait for their
- * answer before calling again (64 producers each awaiting its enqueue) get
- * the first half's answers while Redis works on the second, and their next
- * calls form the next batch meanwhile, so this process and Redis work at
- * once instead of by turns.
+ * With `halveFrom`, a batch of that many requests or more from more than
+ * one caller goes as two batch calls, its first half then its second, cut
+ * between callers: callers that wait for their answer before calling again
+ * (64 producers each awaiting its enqueue) get the first half's answers
+ * while Redis works on the second, and their next calls form the next batch
+ * meanwhile, so this process and Redis work at once instead of by turns.
+ * One caller's `addMany` (a crawled page's links, whatever their domains)
+ * is never cut: it waits for all its answers anyway.
  */
+/** The index nearest `mid` where one caller's requests end and another's begin; 0 when the batch is one caller's. */
+function callerBoundaryNear(batch: readonly { caller: number }[], mid: number): number {
+  const differs = (i: number): boolean => i > 0 && i < batch.length && batch[i]?.caller !== batch[i - 1]?.caller;
+  for (let d = 0; d < batch.length; d++) {
+    if (differs(mid - d)) return mid - d;
+    if (differs(mid + d)) return mid + d;
+  }
+  return 0;
+}
+
 export class Coalescer<Req, Res> {
   private readonly pending = new Map<string, Pending<Req, Res>[]>();
   /** Per key: when its last call came (ms, monotonic) and the mean gap between its calls. */
   private readonly arrivals = new Map<string, { last: number; gap: number }>();
+  private callers = 0;
 
   constructor(
     private readonly flushBatch: (key: string, reqs: Req[]) => Promise<Res[]>,
@@ -42,7 +57,7 @@ export class Coalescer<Req, Res> {
   ) {}
 
   add(key: string, req: Req): Promise<Res> {
-    return new Promise<Res>((resolve, reject) => this.push(key, { req, resolve, reject }));
+    return new Promise<Res>((resolve, reject) => this.push(key, { req, resolve, reject, caller: this.callers++ }));
   }
 
   private push(key: string, call: Pending<Req, Res>): void {
@@ -70,6 +85,7 @@ export class Coalescer<Req, Res> {
       const results = new Array<Res>(reqs.length);
       let left = reqs.length;
       let failed = false;
+      const caller = this.callers++;
       const fail = (e: unknown): void => {
         // (The batch's own error, passed on as `add` passes it.)
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
@@ -84,6 +100,7 @@ export class Coalescer<Req, Res> {
             if (--left === 0 && !failed) resolve(results);
           },
           reject: fail,
+          caller,
         });
       }
     });
@@ -112,10 +129,10 @@ export class Coalescer<Req, Res> {
   private flush(key: string, batch: Pending<Req, Res>[]): void {
     if (this.pending.get(key) !== batch) return;
     this.pending.delete(key);
-    if (batch.length >= this.halveFrom) {
-      const half = Math.ceil(batch.length / 2);
-      this.send(key, batch.slice(0, half));
-      this.send(key, batch.slice(half));
+    const cut = batch.length >= this.halveFrom ? callerBoundaryNear(batch, Math.ceil(batch.length / 2)) : 0;
+    if (cut > 0) {
+      this.send(key, batch.slice(0, cut));
+      this.send(key, batch.slice(cut));
     } else this.send(key, batch);
   }
 

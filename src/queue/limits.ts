@@ -68,10 +68,11 @@ export const DEFAULTS = {
   /** A commit waiting to ride on the next dequeue to its shard (a lane took a spare lease) goes alone after this long. */
   commitRideMs: 20,
   /**
-   * A turn's enqueues this many or more go as two script calls (coalesce.ts,
-   * halveFrom): 64 producers each awaiting one enqueue, 100 and 10,000
-   * queues, 76.8k -> 92.3k and 75.7k -> 85.6k items/s (seed design 73.9k and
-   * 78.5k), Redis CPU an item +0.4-0.6 µs.
+   * A turn's enqueue requests, this many or more from several callers, go as
+   * two script calls cut between callers (coalesce.ts, halveFrom): 64
+   * producers each awaiting one enqueue over 100 and 10,000 queues, 76.8k ->
+   * 92.3k and 75.7k -> 85.6k items/s (the seed design 73.9k and 78.5k),
+   * Redis CPU an item +0.4-0.6 µs; one enqueueAll (a page's links) stays one call.
    */
   enqueueHalveFrom: 32,
 } as const;

@@ -84,6 +84,12 @@ describe('Coalescer', () => {
     assert.deepEqual(await Promise.all([1, 2, 3].map((n) => c.add('k', n))), [10, 20, 30]);
     assert.deepEqual(await Promise.all([1, 2, 3, 4, 5].map((n) => c.add('k', n))), [10, 20, 30, 40, 50]);
     assert.deepEqual(batches, [[1, 2, 3], [1, 2, 3], [4, 5]], 'three calls: one under halveFrom; five as three and two');
+    // Cut between callers only: one addMany stays whole, beside others or alone.
+    batches.length = 0;
+    const many = c.addMany('k', [1, 2, 3, 4]);
+    assert.deepEqual(await Promise.all([many, c.add('k', 5), c.add('k', 6)]), [[10, 20, 30, 40], 50, 60]);
+    assert.deepEqual(await c.addMany('k', [7, 8, 9, 10, 11]), [70, 80, 90, 100, 110]);
+    assert.deepEqual(batches, [[1, 2, 3, 4], [5, 6], [7, 8, 9, 10, 11]]);
   });
 
   it('a failed batch rejects every call in it', async () => {
