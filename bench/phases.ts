@@ -6,12 +6,17 @@
  * V8's helper threads and the kernel's own work beyond a system call are
  * not in it. Used by BENCH_CPU_PROFILE=1 of `BENCH_PART=cpu` (bench/cpu.ts).
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { SourceMap } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 interface CallFrame {
   functionName: string;
   url: string;
+  lineNumber: number;
+  columnNumber: number;
 }
 interface ProfileNode {
   id: number;
@@ -42,7 +47,33 @@ const PHASES: [string, (file: string, fn: string) => boolean][] = [
   ['timers, promises, microtasks', (f, fn) => /timers|task_queues|async_hooks|promise/.test(f) || /^(runMicrotasks|processTicksAndRejections|processImmediate|listOnTimeout|processTimers)$/.test(fn)],
 ];
 
-const shortFile = (url: string): string => url.replace(/.*node_modules\//, 'nm:').replace(/.*\/dist\//, 'dist:');
+/** A file shortened: a package's as nm:<package>/..., weir's own (built, or its source by a map) as dist:<folder>/... */
+const shortFile = (url: string): string => (url.includes('node_modules/') ? url.replace(/.*node_modules\//, 'nm:') : url.replace(/.*\/(dist|src)\//, 'dist:'));
+
+/** Source maps of the built command's bundle (dist/cli.js, dist/bin/*.js), by file URL; null when a file has none. */
+const maps = new Map<string, SourceMap | null>();
+
+/**
+ * The file a frame's code came from. The weir command runs as one esbuild
+ * bundle (scripts/bundle-cli.mjs): its frames name dist/bin/chunk-*.js, so
+ * each is looked up in the chunk's source map (the module it was built
+ * from: src/crawl/..., or a package under node_modules).
+ */
+function sourceOf(frame: CallFrame): string {
+  const { url } = frame;
+  if (!/\/dist\/(bin\/[^/]+|cli)\.js$/.test(url)) return shortFile(url);
+  let map = maps.get(url);
+  if (map === undefined) {
+    try {
+      map = new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(url)}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]);
+    } catch {
+      map = null;
+    }
+    maps.set(url, map);
+  }
+  const entry = map?.findEntry(frame.lineNumber, frame.columnNumber);
+  return shortFile(entry && 'originalSource' in entry ? entry.originalSource : url);
+}
 
 /** ms of the profile's main thread in each phase (idle left out), busiest first. */
 export function phasesOf(profile: CpuProfile): [string, number][] {
@@ -54,9 +85,9 @@ export function phasesOf(profile: CpuProfile): [string, number][] {
   for (const n of profile.nodes) {
     const t = (self.get(n.id) ?? 0) / 1000;
     if (t === 0) continue;
-    let phase = PHASES.find(([, test]) => test(shortFile(n.callFrame.url), n.callFrame.functionName))?.[0];
+    let phase = PHASES.find(([, test]) => test(sourceOf(n.callFrame), n.callFrame.functionName))?.[0];
     for (let q = parent.get(n.id); !phase && q; q = parent.get(q.id)) {
-      const file = shortFile(q.callFrame.url);
+      const file = sourceOf(q.callFrame);
       if (file) phase = PHASES.find(([, test]) => test(file, q?.callFrame.functionName ?? ''))?.[0];
     }
     phase ??= 'other';
