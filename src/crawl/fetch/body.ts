@@ -55,7 +55,13 @@ export function destroyStages(stages: Readable[]): void {
  * WARC record); a function is handed each chunk instead of it being kept,
  * and stops the reading by returning false. The body returned is then empty.
  */
-export async function readCapped(stream: Readable, maxBytes: number, keep: boolean | ((chunk: Buffer) => boolean) = true): Promise<{ body: Buffer; bytes: number; truncated: boolean }> {
+export async function readCapped(
+  stream: Readable,
+  maxBytes: number,
+  keep: boolean | ((chunk: Buffer) => boolean) = true,
+  /** Shown every chunk read, whole (the one that crosses maxBytes too): a WARC capture of an undecoded body. */
+  observe?: (chunk: Buffer) => void,
+): Promise<{ body: Buffer; bytes: number; truncated: boolean }> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   const take = (buf: Buffer): boolean => {
@@ -64,6 +70,7 @@ export async function readCapped(stream: Readable, maxBytes: number, keep: boole
   };
   for await (const chunk of stream) {
     const buf = chunk as Buffer;
+    observe?.(buf);
     const room = maxBytes - bytes;
     if (buf.length > room) {
       if (room > 0) take(buf.subarray(0, room));

@@ -316,7 +316,7 @@ export class Fetcher {
     const headers = res.headers as Record<string, string | string[] | undefined>;
     const ctHeader = headers['content-type'];
     const contentType = (Array.isArray(ctHeader) ? ctHeader[0] : ctHeader) ?? null;
-    const raw = capture ? capture.tap(res.body) : res.body;
+    const raw = res.body;
     const result = { url, status: res.statusCode, headers, contentType };
     if (!opts.wantBody(contentType, res.statusCode)) {
       try {
@@ -325,7 +325,7 @@ export class Fetcher {
           return { ...result, body: null, bytes: Number.isFinite(len) ? len : 0, truncated: false, elapsedMs: elapsed() };
         }
         // Archived: read (not kept) up to the limit, for the record.
-        const read = await readCapped(raw, maxBytes, false);
+        const read = await readCapped(raw, maxBytes, false, capture.take);
         return { ...result, body: null, bytes: read.bytes, truncated: read.truncated, elapsedMs: elapsed() };
       } catch (err) {
         throw FetchError.from(err, elapsed(), deadline.aborted);
@@ -334,9 +334,12 @@ export class Fetcher {
       }
     }
     const body = decodeStages(raw, headers['content-encoding']);
+    // The archive's raw bytes: handed over by the reader when nothing decodes them, else seen beside the decoders' pipe (the raw body flows).
+    const decoded = body.stages.length > 1;
+    if (capture && decoded) raw.on('data', capture.take);
     try {
       if (!body.stream) throw new FetchError('WEIR_BAD_ENCODING', `unsupported content-encoding ${body.unsupported}`, elapsed());
-      const read = await readCapped(body.stream, maxBytes, opts.sink ?? true);
+      const read = await readCapped(body.stream, maxBytes, opts.sink ?? true, decoded ? undefined : capture?.take);
       return { ...result, ...read, elapsedMs: elapsed() };
     } catch (err) {
       throw FetchError.from(err, elapsed(), deadline.aborted);

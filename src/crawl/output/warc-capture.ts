@@ -1,4 +1,3 @@
-import { Transform, type Readable } from 'node:stream';
 import type { RevisitOf, Truncation, WarcLocation, WarcWriter } from './warc-writer.js';
 
 /** Chunks handed from the socket to the WARC serializer as they arrive. */
@@ -82,17 +81,15 @@ export class ExchangeCapture {
     this.written.catch(() => undefined);
   }
 
-  /** A pass-through that hands every raw body chunk to this capture. */
-  tap(body: Readable): Readable {
-    const tap = new Transform({
-      transform: (chunk: Buffer, _enc, done) => {
-        this.body?.push(chunk);
-        done(null, chunk);
-      },
-    });
-    body.on('error', (e) => tap.destroy(e));
-    return body.pipe(tap);
-  }
+  /**
+   * Hands a raw body chunk (as the server sent it, before any decoding) to
+   * this capture. The fetcher calls it for each chunk it reads, or from a
+   * 'data' listener beside the decoders' pipe: no stream of its own between
+   * the socket and the reader (a Transform there cost some 0.5 ms a page).
+   */
+  readonly take = (chunk: Buffer): void => {
+    this.body?.push(chunk);
+  };
 
   /** Ends the exchange; null when nothing was sent. */
   async finish(cut: Truncation | null): Promise<WarcLocation | null> {
