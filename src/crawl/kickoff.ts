@@ -128,12 +128,12 @@ async function prepareArena(redis: RedisClient, seed: Seed, queue: FairQueue): P
  * parse each line and asks Redis nothing (the domain list is looked up once
  * a URL, when it is queued); without one, a URL no list names is a bad line.
  * A URL under a domain this kickoff's own domain files listed has a place
- * too, known without Redis (`listedHere`, cleared after the check pass: a 64-bit hash
- * match, wrong about 3 × 10^-7 of kickoffs at 10^6 domains, and then only in
- * reporting a bad line as good): only the others are placed, asking Redis about the
- * domains earlier kickoffs listed. Which domain each URL goes to (the
- * longest key listed, maybe by an earlier kickoff) is asked once, when it is
- * queued.
+ * too, known without Redis (`listedHere`, cleared after the check pass: a
+ * 64-bit hash match, wrong about 3 × 10^-7 of kickoffs at 10^6 domains, and
+ * then only in counting a bad line as good): only the others are placed,
+ * asking Redis about the domains earlier kickoffs listed. Which domain each
+ * URL goes to (the longest key listed, maybe by an earlier kickoff) is asked
+ * once, when it is queued.
  */
 function startCheckJudge(seed: Seed, place: ReturnType<typeof placer>, listedHere: HashedKeySet): LineJudge<unknown> {
   if (seed.defaultRate !== null) return startUrlJudge((urls) => Promise.resolve(urls.map(() => true)));
