@@ -169,9 +169,9 @@ export class FairQueue extends LeaseEnds {
   async dequeue(arena: string, options: DequeueOptions = {}): Promise<DequeueResult> {
     const layout = await this.layout(arena);
     const o = this.dequeueOptions(options);
-    // Shard after shard until one serves (an arena of one shard: one call).
+    // Shard after shard until one serves (an arena of one shard: one call), from the one whose turn it is.
     let waitMs: number | null = null;
-    for (const tag of layout.tags) {
+    for (const tag of this.waiting.inTurn(layout.tags)) {
       const r = await this.dequeueOn(arena, tag, layout.shards, o, null);
       if (r.lease) return r;
       if (r.waitMs !== null && (waitMs === null || r.waitMs < waitMs)) waitMs = r.waitMs;

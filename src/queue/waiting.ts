@@ -114,6 +114,12 @@ export class Waiting {
     return this.pick(tags)?.tag;
   }
 
+  /** `tags` from the one whose turn it is (choose), then the rest in order: where a plain dequeue looks, not always the first shard first. */
+  inTurn(tags: readonly string[]): readonly string[] {
+    const first = tags.length > 1 ? this.choose(tags) : undefined;
+    return first === undefined ? tags : [first, ...tags.filter((t) => t !== first)];
+  }
+
   /** Whether the last word on shard `tag` was "only new work helps" (or there is none yet). */
   awaitsNewWork(tag: string): boolean {
     const h = this.nextWork.get(tag);

@@ -181,6 +181,31 @@ describe('shards', () => {
     assert.ok(jain(per) >= 0.95, `Jain ${jain(per).toFixed(3)}: ${per.join(' ')}`);
   });
 
+  it('plain dequeue calls take turns across shards too (each call from the shard whose turn it is, not the first)', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.fixShards(arena, 4);
+    // 12 domains on shards holding 1, 2, 3 and 6 of them, as above.
+    const want = [1, 2, 3, 6];
+    const names: string[] = [];
+    for (let i = 0; names.length < 12; i++) {
+      const n = `turn${i}.test`;
+      const s = shardOf(n, 4);
+      if (names.filter((m) => shardOf(m, 4) === s).length < (want[s] ?? 0)) names.push(n);
+    }
+    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
+    for (const n of names) await q.enqueue(arena, n, Array.from({ length: 100 }, (_, i) => `${n}/${i}`));
+    const got: Lease[] = [];
+    for (let i = 0; i < 240; i++) {
+      const { lease } = await q.dequeue(arena);
+      assert.ok(lease);
+      got.push(lease);
+      await q.commit(lease);
+    }
+    const per = names.map((n) => got.filter((l) => l.queue === n).length);
+    assert.ok(jain(per) >= 0.95, `Jain ${jain(per).toFixed(3)}: ${per.join(' ')}`);
+  });
+
   it('waits on every shard without polling, and wakes for work on any of them', async () => {
     const q = fx.queue();
     const arena = freshArena();
