@@ -31,6 +31,23 @@ async function drain(q: FairQueue, arena: string, lanes: number, total: number):
   return got;
 }
 
+/** An arena of 4 shards holding 1, 2, 3 and 6 of its 12 unlimited domains (`<prefix><i>.test`), `items` queued in each. */
+async function unevenArena(prefix: string, items: number): Promise<{ q: FairQueue; arena: string; names: string[] }> {
+  const q = fx.queue();
+  const arena = freshArena();
+  await q.fixShards(arena, 4);
+  const want = [1, 2, 3, 6];
+  const names: string[] = [];
+  for (let i = 0; names.length < 12; i++) {
+    const n = `${prefix}${i}.test`;
+    const s = shardOf(n, 4);
+    if (names.filter((m) => shardOf(m, 4) === s).length < (want[s] ?? 0)) names.push(n);
+  }
+  await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
+  for (const n of names) await q.enqueue(arena, n, Array.from({ length: items }, (_, i) => `${n}/${i}`));
+  return { q, arena, names };
+}
+
 describe('shards', () => {
   it('maps a queue to its shard by a fixed hash: the same in every process and version', () => {
     // Never to change: stored arenas depend on it.
@@ -163,38 +180,14 @@ describe('shards', () => {
   });
 
   it('gives domains on different shards equal service (Jain ≥ 0.95), however unevenly the shards are filled', async () => {
-    const q = fx.queue();
-    const arena = freshArena();
-    await q.fixShards(arena, 4);
-    // 12 domains picked so that the shards hold 1, 2, 3 and 6 of them.
-    const want = [1, 2, 3, 6];
-    const names: string[] = [];
-    for (let i = 0; names.length < 12; i++) {
-      const n = `fair${i}.test`;
-      const s = shardOf(n, 4);
-      if (names.filter((m) => shardOf(m, 4) === s).length < (want[s] ?? 0)) names.push(n);
-    }
-    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
-    for (const n of names) await q.enqueue(arena, n, Array.from({ length: 200 }, (_, i) => `${n}/${i}`));
+    const { q, arena, names } = await unevenArena('fair', 200);
     const got = await drain(q, arena, 6, 600);
     const per = names.map((n) => got.filter((l) => l.queue === n).length);
     assert.ok(jain(per) >= 0.95, `Jain ${jain(per).toFixed(3)}: ${per.join(' ')}`);
   });
 
   it('plain dequeue calls take turns across shards too (each call from the shard whose turn it is, not the first)', async () => {
-    const q = fx.queue();
-    const arena = freshArena();
-    await q.fixShards(arena, 4);
-    // 12 domains on shards holding 1, 2, 3 and 6 of them, as above.
-    const want = [1, 2, 3, 6];
-    const names: string[] = [];
-    for (let i = 0; names.length < 12; i++) {
-      const n = `turn${i}.test`;
-      const s = shardOf(n, 4);
-      if (names.filter((m) => shardOf(m, 4) === s).length < (want[s] ?? 0)) names.push(n);
-    }
-    await q.setLimits(arena, Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
-    for (const n of names) await q.enqueue(arena, n, Array.from({ length: 100 }, (_, i) => `${n}/${i}`));
+    const { q, arena, names } = await unevenArena('turn', 100);
     const got: Lease[] = [];
     for (let i = 0; i < 240; i++) {
       const { lease } = await q.dequeue(arena);
