@@ -97,10 +97,10 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
       await rm(join(dir, 'wget-warc.warc.gz'), { force: true });
       return wget(['--warc-file', join(dir, 'wget-warc')]);
     },
-    // The floor of a crawler in Node (bench/floor-crawl.mjs): undici and htmlparser2, 8 in flight, no queue, no Redis, no dedupe filter, no output.
+    // The floor of a crawler in Node (bench/floor-crawl.mjs): undici and htmlparser2, 8 in flight, no queue, no Redis, no dedupe filter, no output; one process (FLOOR_CHILD: it crawls, no parent spawning it).
     floor: async () => {
       site.reset();
-      const r = await timed(process.execPath, [join(ROOT, 'bench/floor-crawl.mjs'), '0', '1', origin], { FLOOR_IN_FLIGHT: '8', FLOOR_START: '/index.html', WEIR_BENCH_ERR: err });
+      const r = await timed(process.execPath, [join(ROOT, 'bench/floor-crawl.mjs'), '0', '1', origin], { FLOOR_CHILD: '1', FLOOR_IN_FLIGHT: '8', FLOOR_START: '/index.html', WEIR_BENCH_ERR: err });
       if (r.code !== 0) throw new Error(`the floor crawler exited ${r.code}`);
       return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
     },
