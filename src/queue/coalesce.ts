@@ -9,6 +9,16 @@ interface Pending<Req, Res> {
 /** Weight of the newest gap in a key's mean gap between calls. */
 const GAP_WEIGHT = 0.2;
 
+/** The index nearest `mid` where one caller's requests end and another's begin; 0 when the batch is one caller's. */
+function callerBoundaryNear(batch: readonly { caller: number }[], mid: number): number {
+  const differs = (i: number): boolean => i > 0 && i < batch.length && batch[i]?.caller !== batch[i - 1]?.caller;
+  for (let d = 0; d < batch.length; d++) {
+    if (differs(mid - d)) return mid - d;
+    if (differs(mid + d)) return mid + d;
+  }
+  return 0;
+}
+
 /**
  * Merges calls made in the same turn of the event loop into one batch call.
  * A worker with 64 jobs in flight finishes many of them per socket read;
@@ -33,16 +43,6 @@ const GAP_WEIGHT = 0.2;
  * One caller's `addMany` (a crawled page's links, whatever their domains)
  * is never cut: it waits for all its answers anyway.
  */
-/** The index nearest `mid` where one caller's requests end and another's begin; 0 when the batch is one caller's. */
-function callerBoundaryNear(batch: readonly { caller: number }[], mid: number): number {
-  const differs = (i: number): boolean => i > 0 && i < batch.length && batch[i]?.caller !== batch[i - 1]?.caller;
-  for (let d = 0; d < batch.length; d++) {
-    if (differs(mid - d)) return mid - d;
-    if (differs(mid + d)) return mid + d;
-  }
-  return 0;
-}
-
 export class Coalescer<Req, Res> {
   private readonly pending = new Map<string, Pending<Req, Res>[]>();
   /** Per key: when its last call came (ms, monotonic) and the mean gap between its calls. */

@@ -136,8 +136,8 @@ export class Waiting {
     if (ready.length <= 1) return ready[0] === undefined ? undefined : { tag: ready[0], woken: false };
     // A shard not heard from yet weighs as much as the heaviest heard from:
     // at weight 1 beside shards of 80,000 ready queues (an arena of 10^6 on
-    // 12 shards) it would be asked once in 80,000 turns, and the lanes that
-    // began on one shard (dequeue tries them in order) would stay there.
+    // 12 shards) it would be asked once in 80,000 turns, and lanes that
+    // began on the shards heard from first would stay there.
     let unheard = 1;
     for (const t of ready) unheard = Math.max(unheard, this.weights.get(t)?.ready ?? 1);
     let best: string | undefined;

@@ -18,5 +18,5 @@ export const connectorOf: typeof UndiciBuildConnector = connect;
 export function request(url: string, options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'> & { dispatcher: Dispatcher }): Promise<Dispatcher.ResponseData> {
   const { dispatcher, ...rest } = options;
   const u = new URL(url);
-  return apiRequest.call(dispatcher, { ...rest, origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname });
+  return apiRequest.call(dispatcher, { ...rest, origin: u.origin, path: `${u.pathname}${u.search}` });
 }

@@ -1,8 +1,8 @@
 /**
- * A set of strings kept as 64-bit hashes in one typed array (16 bytes a
- * string at most, by the table's load factor), for sets too big to hold as
+ * A set of strings kept as 64-bit hashes in one typed array (16 to 32 bytes
+ * a string: the table doubles when half full), for sets too big to hold as
  * strings: a kickoff's domain files list 10^6 domains, some 70 MB as a
- * `Set<string>` against its 200 MB bound, 16 MB here. `has` may answer yes
+ * `Set<string>` against its 200 MB bound, 16 MB here (2^21 slots). `has` may answer yes
  * for a string never added when two strings share all 64 bits: about n × m
  * / 2^64 for m lookups in a set of n (3 × 10^-7 for 5 × 10^6 lookups among
  * 10^6 keys), so it is for shortcuts that stay correct without it, not for
