@@ -23,6 +23,40 @@ export function spawnWeir(args: readonly string[], env: NodeJS.ProcessEnv): Chil
   return spawn(process.execPath, [...process.execArgv, process.argv[1] as string, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
 }
 
+const wordOf = (m: unknown): StartWord | undefined => {
+  const word = (m as Partial<WordMessage> | null)?.weir;
+  return word === 'go' || word === 'stop' ? word : undefined;
+};
+
+/** Start words that came while holdStartWords held them, for startWord. */
+const heldWords: StartWord[] = [];
+let holder: ((m: unknown) => void) | undefined;
+
+/**
+ * Keeps the parent's start word until startWord listens (the spare worker,
+ * spare-worker.ts, from before it listens for its run message). Node hands
+ * a child the messages that came before its first 'message' listener all in
+ * one go, to the listeners there are at that moment: when the kickoff was
+ * quicker than the spare's start-up, the run message and the start word came
+ * together, the spare stopped listening at the first, the word reached no
+ * listener, and the spare (and its command, waiting for it) waited for ever.
+ */
+export function holdStartWords(): void {
+  if (holder) return;
+  holder = (m) => {
+    const word = wordOf(m);
+    if (word) heldWords.push(word);
+  };
+  process.on('message', holder);
+}
+
+/** Stops holding words (startWord listens itself from here); the first held, if any. */
+function releaseHeldWord(): StartWord | undefined {
+  if (holder) process.off('message', holder);
+  holder = undefined;
+  return heldWords.shift();
+}
+
 /** The parent's side: tells each child still connected, once. */
 export function tellWorkers(children: readonly ChildProcess[], word: StartWord): void {
   const message: WordMessage = { weir: word };
@@ -36,7 +70,10 @@ export function tellWorkers(children: readonly ChildProcess[], word: StartWord):
  * process alive.
  */
 export function startWord(signal: AbortSignal): Promise<StartWord> {
-  if (process.env[AWAIT_KICKOFF_ENV] !== '1' || !process.send) return Promise.resolve('go');
+  if (process.env[AWAIT_KICKOFF_ENV] !== '1' || !process.send) {
+    releaseHeldWord();
+    return Promise.resolve('go');
+  }
   return new Promise((resolve) => {
     const done = (word: StartWord): void => {
       process.off('message', onMessage);
@@ -47,13 +84,16 @@ export function startWord(signal: AbortSignal): Promise<StartWord> {
       resolve(word);
     };
     const onMessage = (m: unknown): void => {
-      const word = (m as Partial<WordMessage> | null)?.weir;
-      if (word === 'go' || word === 'stop') done(word);
+      const word = wordOf(m);
+      if (word) done(word);
     };
     const onGone = (): void => done('stop');
     process.on('message', onMessage);
     process.once('disconnect', onGone);
     signal.addEventListener('abort', onGone, { once: true });
-    if (signal.aborted || !process.connected) onGone();
+    // (Listening first, then the words held meanwhile: none can fall between.)
+    const held = releaseHeldWord();
+    if (held) done(held);
+    else if (signal.aborted || !process.connected) onGone();
   });
 }

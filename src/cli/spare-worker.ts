@@ -12,7 +12,7 @@
  * "Starting faster").
  */
 import type { ChildProcess } from 'node:child_process';
-import { spawnWeir } from './crawl-start.js';
+import { holdStartWords, spawnWeir } from './crawl-start.js';
 
 /** Set in the spare's environment: wait for a `run` message instead of reading argv. */
 export const SPARE_ENV = 'WEIR_SPARE_WORKER';
@@ -76,6 +76,8 @@ export function spareWorkerArgv(): Promise<string[] | undefined> {
       done(argv);
     };
     const onGone = (): void => done(undefined);
+    // The start word may come with the run message, before the worker listens for it: held for startWord.
+    holdStartWords();
     process.on('message', onMessage);
     process.once('disconnect', onGone);
     if (!process.connected) onGone();

@@ -256,6 +256,28 @@ describe('weir CLI', () => {
     assert.equal((await world.redis.keys('weir:{sparebad}:*')).length, 0, 'nothing written');
   });
 
+  it("a spare worker given its run message and its start word before it listens for either still hears the word (a fast kickoff and a slow spare: it hung)", async () => {
+    const path = await writeSeed('sparewords');
+    const k = await run(['kickoff', path, '--redis', world.server.url]);
+    assert.equal(k.code, 0, k.stderr);
+    for (const word of ['stop', 'go'] as const) {
+      // The spare as `weir crawl` starts it, both of the command's messages sent at once, long before the spare has loaded.
+      const spare = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli.ts')], {
+        cwd: ROOT,
+        env: { ...process.env, WEIR_LOG_LEVEL: 'warn', WEIR_SPARE_WORKER: '1' },
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      });
+      let out = '';
+      spare.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+      spare.send({ weirSpare: 'run', argv: ['worker', path, '--exit-when-done'], env: { REDIS_URL: world.server.url, WEIR_AWAIT_KICKOFF: '1', WEIR_NO_PROGRESS: '1' } });
+      spare.send({ weir: word });
+      const hung = setTimeout(() => spare.kill('SIGKILL'), 60_000);
+      const code = await exited(spare);
+      clearTimeout(hung);
+      assert.equal(code, 0, `after '${word}' the spare ends by itself (killed after 60 s otherwise): ${out}`);
+    }
+  });
+
   it('the programmatic API: crawl() with an onPage hook that reads the page with cheerio and adds URLs', async () => {
     const T = world.web.sites.get('T');
     assert.ok(T);
