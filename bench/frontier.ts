@@ -83,6 +83,8 @@ interface Sample {
   /** Requests done: pages, robots.txt fetches, redirect hops (a new domain's first request is its robots.txt). */
   requests: number;
   pages: number;
+  /** robots.txt fetches done: once every listed domain has had its own, the crawl is in its page phase. */
+  robots: number;
   queued: number;
   usage: RedisUsage[];
   memory: number[];
@@ -97,6 +99,29 @@ function between(a: Sample, b: Sample): { requests: number; pages: number; cpu: 
     cpu: b.usage.map((u, i) => ((u.cpu - (a.usage[i]?.cpu ?? 0)) * 1e6) / requests),
     commands: sum(b.usage.map((u, i) => totalCalls(callsBetween(a.usage[i] as RedisUsage, u)))) / requests,
   };
+}
+
+/** A run's samples in tenths by time: the samples around tenth t (the last at or before its start, the first at or after its end). */
+function tenthOf(samples: Sample[], t: number): [Sample, Sample] {
+  const first = samples[0] as Sample;
+  const last = samples.at(-1) as Sample;
+  const span = last.at - first.at;
+  const from = first.at + (span * t) / 10;
+  const to = first.at + (span * (t + 1)) / 10;
+  return [[...samples].reverse().find((s) => s.at <= from + 1) ?? first, samples.find((s) => s.at >= to - 1) ?? last];
+}
+
+/** The commands Redis ran most between two samples (those inside scripts counted), each per `per` (pages or requests). */
+function topCalls(a: Sample, b: Sample, per: number): string {
+  const calls = new Map<string, number>();
+  b.usage.forEach((u, i) => {
+    for (const [cmd, n] of callsBetween(a.usage[i] as RedisUsage, u)) calls.set(cmd, (calls.get(cmd) ?? 0) + n);
+  });
+  return [...calls]
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 10)
+    .map(([cmd, n]) => `${cmd} ${(n / Math.max(1, per)).toFixed(1)}`)
+    .join(', ');
 }
 
 export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
@@ -120,7 +145,7 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
     const sample = async (): Promise<Sample> => {
       const [counts, stats, usage, memory] = await Promise.all([client.hmget(statsKey, '*:pages', '*:robotsFetches', '*:redirects'), queue.stats('sim'), usageOf(nodes.ports), usedMemoryOn(nodes.ports)]);
       const [pages, robots, redirects] = counts.map((c) => Number(c ?? 0)) as [number, number, number];
-      return { at: performance.now(), requests: pages + robots + redirects, pages, queued: stats.queued + stats.delayed, usage, memory };
+      return { at: performance.now(), requests: pages + robots + redirects, pages, robots, queued: stats.queued + stats.delayed, usage, memory };
     };
     const samples: Sample[] = [await sample()];
     const summaries: { dequeues: number; emptyDequeues: number; wakeups: number }[] = [];
@@ -143,27 +168,35 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
     const first = samples[0] as Sample;
     const last = samples.at(-1) as Sample;
     const span = last.at - first.at;
-    // The run by time in tenths: the samples around each (the last at or before its start, the first at or after its end).
-    const tenth = (t: number): [Sample, Sample] => {
-      const from = first.at + (span * t) / 10;
-      const to = first.at + (span * (t + 1)) / 10;
-      return [[...samples].reverse().find((s) => s.at <= from + 1) ?? first, samples.find((s) => s.at >= to - 1) ?? last];
-    };
-    const early = between(...tenth(0));
-    const late = between(...tenth(9));
+    const early = between(...tenthOf(samples, 0));
+    const late = between(...tenthOf(samples, 9));
     const all = between(first, last);
     out(`simulated crawl: ${workers} workers, ${(span / 1000).toFixed(0)} s`, `${all.requests.toLocaleString('en-US')} requests`, `${((all.requests * 1000) / span).toFixed(0)}/s: ${all.pages.toLocaleString('en-US')} pages (${web.served().toLocaleString('en-US')} served), the rest robots.txt (each new domain's first request); frontier (queued and waiting) ${first.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
     const row = (c: { cpu: number[]; requests: number; pages: number; commands: number }): string => `per master ${c.cpu.map((x) => x.toFixed(0)).join(' / ')} µs; ${c.commands.toFixed(1)} commands per request; ${c.requests.toLocaleString('en-US')} requests, ${c.pages.toLocaleString('en-US')} of them pages`;
     out('Redis CPU per request, first tenth', `${sum(early.cpu).toFixed(0)} µs`, row(early));
     out('Redis CPU per request, last tenth', `${sum(late.cpu).toFixed(0)} µs`, row(late));
     out('last tenth / first tenth (Redis CPU per request)', (sum(late.cpu) / sum(early.cpu)).toFixed(2), 'target ≤ 1.2');
-    const calls = new Map<string, number>();
-    last.usage.forEach((u, i) => {
-      for (const [cmd, n] of callsBetween(first.usage[i] as RedisUsage, u)) calls.set(cmd, (calls.get(cmd) ?? 0) + n);
-    });
-    const top = [...calls].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([cmd, n]) => `${cmd} ${(n / Math.max(1, all.requests)).toFixed(1)}`);
+    // The page phase: from the first sample with (nearly) every listed domain's robots.txt fetched.
+    const reached = samples.findIndex((x) => x.robots >= domains * 0.99);
+    const pagePhase = reached < 0 ? [] : samples.slice(reached);
+    if (pagePhase.length >= 3) {
+      const a = between(...tenthOf(pagePhase, 0));
+      const b = between(...tenthOf(pagePhase, 9));
+      const p0 = pagePhase[0] as Sample;
+      out(`page phase: from ${((p0.at - first.at) / 1000).toFixed(0)} s, ${(((last.at - p0.at) / 1000)).toFixed(0)} s long`, `${(last.pages - p0.pages).toLocaleString('en-US')} pages`, `${(((last.pages - p0.pages) * 1000) / Math.max(1, last.at - p0.at)).toFixed(0)}/s; frontier ${p0.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
+      const whole = between(p0, last);
+      out('page phase: Redis CPU per page, the whole phase', `${sum(whole.cpu).toFixed(0)} µs`, `${row(whole)}; ${((last.queued - p0.queued) / Math.max(1, whole.pages)).toFixed(1)} URLs added to the frontier per page`);
+      out('page phase: Redis CPU per request, first tenth', `${sum(a.cpu).toFixed(0)} µs`, row(a));
+      out('page phase: Redis CPU per request, last tenth', `${sum(b.cpu).toFixed(0)} µs`, row(b));
+      out('page phase: last tenth / first tenth', (sum(b.cpu) / sum(a.cpu)).toFixed(2), 'target ≤ 1.2');
+      out('page phase: commands per page, the most called (inside scripts counted)', topCalls(p0, last, last.pages - p0.pages), '');
+      out('page phase: Redis memory', `${(sum(p0.memory) / 2 ** 30).toFixed(2)} → ${(sum(last.memory) / 2 ** 30).toFixed(2)} GiB`, `${((sum(last.memory) - sum(p0.memory)) / Math.max(1, last.queued - p0.queued)).toFixed(0)} B per URL added to the frontier`);
+    } else {
+      out('page phase', reached < 0 ? 'not reached' : 'too short to measure', `robots.txt fetched for ${last.robots.toLocaleString('en-US')} of ${domains.toLocaleString('en-US')} domains: a longer BENCH_SIM_SECONDS measures it`);
+    }
+    const top = topCalls(first, last, all.requests);
     const w = { dequeues: sum(summaries.map((x) => x.dequeues)), empty: sum(summaries.map((x) => x.emptyDequeues)), wakeups: sum(summaries.map((x) => x.wakeups)) };
-    out('commands per request, the most called (inside scripts counted)', top.join(', '), `workers' dequeue calls per request ${(w.dequeues / Math.max(1, all.requests)).toFixed(2)}, empty ones ${(w.empty / Math.max(1, all.requests)).toFixed(2)}, wake-ups ${w.wakeups}`);
+    out('commands per request, the most called (inside scripts counted)', top, `workers' dequeue calls per request ${(w.dequeues / Math.max(1, all.requests)).toFixed(2)}, empty ones ${(w.empty / Math.max(1, all.requests)).toFixed(2)}, wake-ups ${w.wakeups}`);
     out('Redis memory as the frontier grew', `${(sum(first.memory) / 2 ** 30).toFixed(2)} → ${(sum(last.memory) / 2 ** 30).toFixed(2)} GiB`, `per master ${first.memory.map((m) => (m / 2 ** 30).toFixed(2)).join(' / ')} → ${last.memory.map((m) => (m / 2 ** 30).toFixed(2)).join(' / ')} GiB (the first master holds the arena's crawler keys: robots.txt cache, domain list, counters); ${((sum(last.memory) - sum(first.memory)) / Math.max(1, all.requests)).toFixed(0)} B per request`);
   } finally {
     await queue.close();
