@@ -235,7 +235,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
       // Listed before their URLs are queued, so a worker taking one finds its domain.
       domainFiles.defaulted += await list.put([...fresh].map((key) => ({ key, ...defaults })), true);
     }
-    return enqueueUrls(queue, seed.arena, bloom, batch, { priorityDepth: seed.priorityDepth, router, otherLimits: defaults, bulk: true });
+    return enqueueUrls(queue, seed.arena, bloom, batch, { priorityDepth: seed.priorityDepth, router, otherLimits: defaults });
   };
   const enqueued = await enqueue(start, (u) => queuedUrl(u));
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).

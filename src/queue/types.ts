@@ -94,9 +94,9 @@ export interface EnqueueOptions {
    * Each item's positions, when they all fall in one 512-bit block (a
    * blocked Bloom filter's), sent as that block: the script reads and
    * writes the item's 64 bytes (a GETRANGE, and a SETRANGE when it is new)
-   * instead of setting each bit with BITFIELD. A third fewer instructions a
-   * new item, but two commands an item where BITFIELD is one a call: for
-   * bulk loads (a kickoff's start URLs), not a page's few links.
+   * instead of setting each bit with BITFIELD. A fifth to nearly half fewer
+   * instructions an item, for two commands an item where BITFIELD is one a
+   * call: the crawler sends its links and start URLs so.
    */
   dedupeBlocks?: boolean;
   /** An unknown queue is created with these limits, in the same atomic step as its first items (once, however many callers race; a known queue keeps its own). */

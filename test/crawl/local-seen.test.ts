@@ -55,6 +55,22 @@ describe('local seen filter', () => {
     assert.equal(Number(stats['*:enqueued'] ?? 0), 0);
   });
 
+  it("a page's links set their Bloom bits in block form (a GETRANGE an item, a SETRANGE a new one), not with BITFIELD: fewer instructions a link", async () => {
+    const N = 20;
+    const site = await navSite('B', N);
+    const arena = 'localseen-blocks';
+    const seed = validateSeed({ arena, rateLimits: { [site.key]: 'unlimited' }, start: [`${site.origin}/p/0`], allowPrivateNetworks: true, maxInFlightPerDomain: 1 });
+    await kickoff(world.redis, seed);
+    const calls = async (cmd: string): Promise<number> => Number(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`).exec(await world.redis.info('commandstats'))?.[1] ?? 0);
+    const before = { setrange: await calls('setrange'), bitfield: await calls('bitfield') };
+    const summary = await runWorker(world.redis, seed, { exitWhenDone: true, concurrency: 1 });
+    assert.equal(summary.pages, N);
+    for (let i = 0; i < N; i++) assert.equal(world.web.fetched('B', `/p/${i}`), 1, `/p/${i}`);
+    // The N - 1 URLs the first page found new each had its block written once; no bit went through BITFIELD.
+    assert.equal((await calls('setrange')) - before.setrange, N - 1);
+    assert.equal((await calls('bitfield')) - before.bitfield, 0);
+  });
+
   it('an arena whose bitmap was sized the older way keeps it: kickoff and workers use its numbers, so URLs it holds stay seen', async () => {
     const N = 10;
     const site = await navSite('L', N);
