@@ -183,7 +183,7 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
       const a = between(...tenthOf(pagePhase, 0));
       const b = between(...tenthOf(pagePhase, 9));
       const p0 = pagePhase[0] as Sample;
-      out(`page phase: from ${((p0.at - first.at) / 1000).toFixed(0)} s, ${(((last.at - p0.at) / 1000)).toFixed(0)} s long`, `${(last.pages - p0.pages).toLocaleString('en-US')} pages`, `${(((last.pages - p0.pages) * 1000) / Math.max(1, last.at - p0.at)).toFixed(0)}/s; frontier ${p0.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
+      out(`page phase: from ${((p0.at - first.at) / 1000).toFixed(0)} s, ${((last.at - p0.at) / 1000).toFixed(0)} s long`, `${(last.pages - p0.pages).toLocaleString('en-US')} pages`, `${(((last.pages - p0.pages) * 1000) / Math.max(1, last.at - p0.at)).toFixed(0)}/s; frontier ${p0.queued.toLocaleString('en-US')} → ${last.queued.toLocaleString('en-US')}`);
       const whole = between(p0, last);
       out('page phase: Redis CPU per page, the whole phase', `${sum(whole.cpu).toFixed(0)} µs`, `${row(whole)}; ${((last.queued - p0.queued) / Math.max(1, whole.pages)).toFixed(1)} URLs added to the frontier per page`);
       out('page phase: Redis CPU per request, first tenth', `${sum(a.cpu).toFixed(0)} µs`, row(a));

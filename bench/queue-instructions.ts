@@ -96,7 +96,7 @@ async function kickoffCase(server: Awaited<ReturnType<typeof startCounted>>, q: 
   const name = (i: number): string => `site-${String(i).padStart(7, '0')}.example`;
   // (Fixed positions, as above: one block each, the same every run.)
   const positions = (i: number): number[] => Array.from({ length: 14 }, (_, h) => ((i * 7919) % (bits / 512)) * 512 + ((i * 31 + h * 37) % 512));
-  // As the kickoff sends them (dedupeBlocks), and as positions for BITFIELD, each into an arena of its own.
+  // As the crawler sends them (dedupeBlocks: start URLs and links), and as positions for BITFIELD, each into an arena of its own.
   const cost: Record<string, number> = {};
   for (const blocks of [true, false]) {
     const arena = blocks ? 'fresh' : 'freshpos';
