@@ -12,7 +12,10 @@
  * queued. Reported: Redis CPU and commands per request (pages and
  * robots.txt fetches: every domain's first request is its robots.txt) in
  * the first and last tenth of the run (by time), and memory as the
- * frontier grows.
+ * frontier grows; then the same for the page phase (from the sample after
+ * which robots.txt fetches are at most ROBOTS_SHARE of every 5 s): Redis
+ * CPU a page over it and in its first and last tenths, commands a page,
+ * memory per URL the frontier gained.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -83,7 +86,7 @@ interface Sample {
   /** Requests done: pages, robots.txt fetches, redirect hops (a new domain's first request is its robots.txt). */
   requests: number;
   pages: number;
-  /** robots.txt fetches done: once every listed domain has had its own, the crawl is in its page phase. */
+  /** robots.txt fetches done (one a domain): the page phase starts once they are nearly none of the requests (pagePhaseStart). */
   robots: number;
   queued: number;
   usage: RedisUsage[];
@@ -128,13 +131,12 @@ function topCalls(a: Sample, b: Sample, per: number): string {
 const ROBOTS_SHARE = 0.02;
 
 /** The index of the sample from which every later interval is pages nearly only (ROBOTS_SHARE), or -1 (none: the crawl never got there, or its last interval did not). */
-export function pagePhaseStart(samples: readonly { requests: number; robots: number }[]): number {
+function pagePhaseStart(samples: readonly Sample[]): number {
   let start = -1;
   for (let i = samples.length - 2; i >= 0; i--) {
-    const a = samples[i] as { requests: number; robots: number };
-    const b = samples[i + 1] as { requests: number; robots: number };
-    const requests = b.requests - a.requests;
-    if (b.robots - a.robots > ROBOTS_SHARE * Math.max(1, requests)) break;
+    const a = samples[i] as Sample;
+    const b = samples[i + 1] as Sample;
+    if (b.robots - a.robots > ROBOTS_SHARE * Math.max(1, b.requests - a.requests)) break;
     start = i;
   }
   return start;
@@ -212,7 +214,7 @@ export async function frontierBenchmarks(out: Out, dir: string): Promise<void> {
       out('page phase: commands per page, the most called (inside scripts counted)', topCalls(p0, last, last.pages - p0.pages), '');
       out('page phase: Redis memory', `${(sum(p0.memory) / 2 ** 30).toFixed(2)} → ${(sum(last.memory) / 2 ** 30).toFixed(2)} GiB`, `${((sum(last.memory) - sum(p0.memory)) / Math.max(1, last.queued - p0.queued)).toFixed(0)} B per URL added to the frontier`);
     } else {
-      out('page phase', reached < 0 ? 'not reached' : 'too short to measure', `robots.txt fetched for ${last.robots.toLocaleString('en-US')} of ${domains.toLocaleString('en-US')} domains, and at most ${ROBOTS_SHARE * 100} % of the requests of every 5 s after its start may be: a longer BENCH_SIM_SECONDS measures it`);
+      out('page phase', reached < 0 ? 'not reached' : 'too short to measure', `robots.txt fetched for ${last.robots.toLocaleString('en-US')} of ${domains.toLocaleString('en-US')} domains (the phase starts once they are at most ${ROBOTS_SHARE * 100} % of every 5 s's requests): a longer BENCH_SIM_SECONDS measures it`);
     }
     const top = topCalls(first, last, all.requests);
     const w = { dequeues: sum(summaries.map((x) => x.dequeues)), empty: sum(summaries.map((x) => x.emptyDequeues)), wakeups: sum(summaries.map((x) => x.wakeups)) };
