@@ -22,9 +22,13 @@
       setLimits would), here, in the same step as its first items: two
       callers meeting a new queue at once create it once, and a queue that
       exists keeps its own limits. Without it an unknown queue is an error.
-    'lower' (with 'create'): a queue that exists tightens to those limits
-      where they are stricter (record.lua qlower), so a queue that several
-      sites share keeps the strictest of them
+    'creates' then g pairs rate maxInFlight: the same, each group's own (a
+      rate '' for none: that group's queue must exist), so queues of
+      different limits share one call (a page's links to many listed
+      domains); instead of 'create'
+    'lower' (with 'create' or 'creates'): a queue that exists tightens to
+      its group's limits where they are stricter (record.lua qlower), so a
+      queue that several sites share keeps the strictest of them
     'front': the items go to the queue's front band (items.lua's front
       stack, where leases put back go): served before every item at its
       tail, the call's first item first (across calls, the last call's first).
@@ -69,17 +73,22 @@ if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. 
 local first_item = 4 + 2 * g
 local first_pos = first_item + n
 local last_pos = first_pos - 1 + (blocked and n or n * k)
--- The options: the limits unknown queues are created with, and the band.
-local create, front, lower = nil, false, false
-local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight] ['lower'] ['front']"
+-- The options: the limits unknown queues are created with (one set for
+-- every group, or each group's: where its rate and cap are), and the band.
+local create_at, front, lower = nil, false, false
+local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight | 'creates' (rate maxInFlight)...] ['lower'] ['front']"
 if #ARGV < last_pos then argc(last_pos, usage) end
 local at = last_pos + 1
 while at <= #ARGV do
   local opt = ARGV[at]
-  if opt == 'create' and at + 2 <= #ARGV then
-    local rate_s = ARGV[at + 1]
-    create = { rate_s = rate_s, iv = rate_interval(rate_s, 'created on enqueue'), cap = int_arg(at + 2, 'maxInFlight', 0, MAX_IN_FLIGHT) }
+  if opt == 'create' and at + 2 <= #ARGV and not create_at then
+    create_at = {}
+    for i = 1, g do create_at[i] = at + 1 end
     at = at + 3
+  elseif opt == 'creates' and at + 2 * g <= #ARGV and not create_at then
+    create_at = {}
+    for i = 1, g do create_at[i] = at - 1 + 2 * i end
+    at = at + 1 + 2 * g
   elseif opt == 'front' then
     front = true
     at = at + 1
@@ -90,10 +99,18 @@ while at <= #ARGV do
     raise('WEIR_BAD_ARGS', 'unknown option ' .. tostring(opt) .. ' after the positions (' .. usage .. ')')
   end
 end
-if lower and not create then raise('WEIR_BAD_ARGS', "'lower' needs 'create' (" .. usage .. ')') end
+if lower and not create_at then raise('WEIR_BAD_ARGS', "'lower' needs 'create' or 'creates' (" .. usage .. ')') end
+-- A group's limits, checked where they may be used: its queue is unknown,
+-- or 'lower' may tighten it. (A rate of '' is none.)
+local function create_of(i)
+  local a = create_at and create_at[i]
+  if not a or ARGV[a] == '' then return nil end
+  return { rate_s = ARGV[a], iv = rate_interval(ARGV[a], 'created on enqueue'), cap = int_arg(a + 1, 'maxInFlight', 0, MAX_IN_FLIGHT) }
+end
 for i = 1, g do
+  if not qids[i] or lower then groups[i].create = create_of(i) end
   if not qids[i] then
-    if not create then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
+    if not groups[i].create then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
     if sfind(names[i], '\0', 1, true) then raise('WEIR_BAD_ARGS', 'queue name must not hold a NUL byte') end
   end
   groups[i].qid = qids[i]
@@ -119,10 +136,11 @@ local now = nil
 local i = 0
 for gi, grp in ipairs(groups) do
   -- (A queue named twice in one call is created by its first group.)
+  local create = grp.create
   if not grp.qid then
     -- (The name index was read above: only this call's own new queues are not in it.)
     grp.qid = qid_made(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
-  elseif lower then
+  elseif lower and create then
     qlower(grp.qid, qfetch(grp.qid), create.rate_s, create.iv, create.cap)
   end
   local st = qfetch(grp.qid)

@@ -36,10 +36,12 @@ function blockForm(positions: readonly number[]): Buffer {
   return out;
 }
 
-/** The script's trailing options (lua/enqueue.lua), checked: 'create' rate maxInFlight, 'lower', 'front'. */
-export function enqueueOptionArgs(queue: string, options: EnqueueOptions): (string | number)[] {
-  const args: (string | number)[] = [];
-  if (options.create) args.push('create', checkRate(queue, options.create.rate), checkInt(`maxInFlight of queue ${queue}`, options.create.maxInFlight ?? 0, 0, LIMITS.maxInFlight));
+/**
+ * The script's trailing flags (lua/enqueue.lua), checked: 'lower', 'front'.
+ * (A request's `create` limits go with its queue instead: enqueueCalls.)
+ */
+export function enqueueOptionArgs(options: EnqueueOptions): string[] {
+  const args: string[] = [];
   if (options.lower) {
     if (!options.create) throw new QueueArgumentError('WEIR_BAD_ARGS', 'lower needs create: the limits a queue tightens to');
     args.push('lower');
@@ -52,19 +54,26 @@ export interface EnqueueRequest {
   queue: string;
   items: readonly string[];
   dedupe: readonly (readonly number[])[] | undefined;
+  /** The limits its queue is made with when unknown, as the script takes them (rate, maxInFlight). */
+  create?: readonly [string | number, number] | undefined;
 }
 
 /**
- * One queue's enqueue checked (FairQueue.enqueue's arguments): its request,
- * its count of bit positions an item, written as the script takes it ('b<k>'
- * when they go in block form), its option arguments.
+ * One queue's enqueue checked (FairQueue.enqueue's arguments): its request
+ * (with its `create` limits), its count of bit positions an item, written as
+ * the script takes it ('b<k>' when they go in block form), its flag
+ * arguments. Requests that differ only in their `create` limits share
+ * script calls: each queue's go with it ('creates').
  */
-export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number | string; opts: (string | number)[] } {
+export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number | string; opts: string[] } {
   checkName('queue name', queue);
   const k = checkDedupe(options.dedupe, items.length);
   checkItems(items);
   const form = k > 0 && options.dedupeBlocks === true && options.dedupe && inBlocks(options.dedupe) ? `b${k}` : k;
-  return { req: { queue, items, dedupe: options.dedupe }, k: form, opts: enqueueOptionArgs(queue, options) };
+  const create = options.create
+    ? ([checkRate(queue, options.create.rate), checkInt(`maxInFlight of queue ${queue}`, options.create.maxInFlight ?? 0, 0, LIMITS.maxInFlight)] as const)
+    : undefined;
+  return { req: { queue, items, dedupe: options.dedupe, create }, k: form, opts: enqueueOptionArgs(options) };
 }
 
 /** Requests by the script call key they share (shard, positions, options), each key's in the order given, with where each came from. */
@@ -135,6 +144,18 @@ export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number | string
           else for (const b of bits) args.push(b);
         }
       }
+    }
+    // Each queue's limits to be made with, from its first request that has any ('' for none).
+    const creates = [...groups.values()].map((group) => {
+      for (const e of group) {
+        const c = (reqs[reqOf[e] as number] as EnqueueRequest).create;
+        if (c) return c;
+      }
+      return null;
+    });
+    if (creates.some((c) => c !== null)) {
+      args.push('creates');
+      for (const c of creates) args.push(...(c ?? ['', 0]));
     }
     for (const a of after) args.push(a);
     calls.push({ args, requestOf });

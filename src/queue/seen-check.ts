@@ -60,7 +60,7 @@ export class SeenCheck {
     let at = 0;
     return reqs.map((r) => {
       const keep = r.items.map(() => !seen[at++]);
-      return { queue: r.queue, items: r.items.filter((_, j) => keep[j]), dedupe: r.dedupe?.filter((_, j) => keep[j]) };
+      return { ...r, items: r.items.filter((_, j) => keep[j]), dedupe: r.dedupe?.filter((_, j) => keep[j]) };
     });
   }
 

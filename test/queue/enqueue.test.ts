@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { FairQueue, type Lease, type QueueLimit } from '../../src/queue/index.js';
-import { arenaKey } from '../../src/queue/keys.js';
+import { arenaKey, arenaKeys, shardKey } from '../../src/queue/keys.js';
+import { ScriptRunner } from '../../src/queue/scripts.js';
 import { freshArena, useRedis } from '../helpers/fixture.js';
 import { scriptCalls } from '../helpers/redis.js';
 
@@ -166,15 +167,18 @@ describe('enqueue', () => {
     const before = await scriptCalls(fx.redis);
     const items = (n: string, i: number): string[] => [`${n}/1`, `${n}/2`, `q${(i + 1) % 50}/1`];
     const groups = names.map((n, i) => ({ queue: n, items: items(n, i), options: { dedupe: items(n, i).map(positions) } }));
-    // A queue made by its enqueue, and one with nothing to add, among them.
+    // Two queues made by their enqueues, each with its own limits, a known queue given limits it keeps its own against, and one with nothing to add, among them.
     const made = { queue: 'made', items: ['m/1'], options: { dedupe: [positions('m/1')], create: { rate: 2, maxInFlight: 1 } } };
-    const added = await q.enqueueAll(arena, [...groups, { queue: 'q7', items: [] }, made]);
-    assert.deepEqual(added, [...names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)), 0, 1]);
-    assert.equal(await scriptCalls(fx.redis), before + 2, "one script call for the queues as they are (one caller's: never halved), one for the queue it makes");
+    const other = { queue: 'other', items: ['o/1'], options: { dedupe: [positions('o/1')], create: { rate: 'unlimited' as const, maxInFlight: 3 } } };
+    const known = { queue: 'q8', items: ['q8/3'], options: { dedupe: [positions('q8/3')], create: { rate: 9, maxInFlight: 9 } } };
+    const added = await q.enqueueAll(arena, [...groups, { queue: 'q7', items: [] }, made, other, known]);
+    assert.deepEqual(added, [...names.map((_, i) => (i === 0 ? 3 : i === 49 ? 1 : 2)), 0, 1, 1, 1]);
+    assert.equal(await scriptCalls(fx.redis), before + 1, "one script call (one caller's: never halved), the queues it makes with their limits in it");
     const seen = new Map<string, string[]>();
     for (const l of await takeAll(q, arena)) seen.set(l.queue, [...(seen.get(l.queue) ?? []), l.item]);
-    assert.deepEqual([seen.get('q0'), seen.get('q3'), seen.get('made')], [['q0/1', 'q0/2', 'q1/1'], ['q3/2', 'q4/1'], ['m/1']]);
-    assert.equal((await q.namedQueueStats(arena, ['made']))[0]?.rate, 2);
+    assert.deepEqual([seen.get('q0'), seen.get('q3'), seen.get('made'), seen.get('other')], [['q0/1', 'q0/2', 'q1/1'], ['q3/2', 'q4/1'], ['m/1'], ['o/1']]);
+    const limits = (await q.namedQueueStats(arena, ['made', 'other', 'q8'])).map((x) => [x.name, x.rate, x.maxInFlight]).sort();
+    assert.deepEqual(limits, [['made', 2, 1], ['other', 'unlimited', 3], ['q8', 'unlimited', 0]]);
     await assert.rejects(q.enqueueAll(arena, [{ queue: 'q1', items: ['fine'] }, { queue: '', items: ['x'] }]), { code: 'WEIR_BAD_NAME' });
     await assert.rejects(q.enqueueAll(arena, [{ queue: 'q1', items: ['fine'] }, { queue: 'nope', items: ['x'] }]), { code: 'WEIR_UNKNOWN_QUEUE' });
     assert.equal((await q.stats(arena)).queued, 0, 'nothing of a refused batch written (an unknown queue refuses its whole script call)');
@@ -296,6 +300,37 @@ describe('enqueue', () => {
     assert.deepEqual((await takeAll(q, arena)).map((l) => l.item), ['s3', 's1', 's2', 'deep1', 'deep2', 'deep3']);
     const s = await q.stats(arena);
     assert.deepEqual([s.queued, s.done, s.enqueued], [0, 6, 6]);
+  });
+
+  it("lower in one call: each queue tightens to its own request's limits, and a queue given none keeps its own", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 10, maxInFlight: 4 }, b: { rate: 10, maxInFlight: 4 }, c: { rate: 10, maxInFlight: 4 } });
+    await q.enqueueAll(arena, [
+      { queue: 'a', items: ['a1'], options: { create: { rate: 2, maxInFlight: 0 }, lower: true } },
+      { queue: 'b', items: ['b1'], options: { create: { rate: 20, maxInFlight: 1 }, lower: true } },
+      { queue: 'c', items: ['c1'], options: { lower: false } },
+      { queue: 'd', items: ['d1'], options: { create: { rate: 5, maxInFlight: 2 }, lower: true } },
+    ]);
+    const rows = (await q.allQueueStats(arena)).map((x) => [x.name, x.rate, x.maxInFlight]).sort();
+    assert.deepEqual(rows, [['a', 2, 4], ['b', 10, 1], ['c', 10, 4], ['d', 5, 2]]);
+  });
+
+  it("the script's 'creates': each group's own limits, '' for a group whose queue must exist; an unknown queue without any, or a bad rate, refused before anything is written", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { known: { rate: 4, maxInFlight: 2 } });
+    const runner = new ScriptRunner(fx.redis);
+    const keys = arenaKeys('weir', arena);
+    const snapshot = async (): Promise<string> => JSON.stringify(Object.entries(await fx.redis.hgetall(shardKey('weir', arena, 'queues'))).sort());
+    const before = await snapshot();
+    await assert.rejects(runner.run('enqueue', keys, [1, 0, 2, 'known', 1, 'new', 1, 'k1', 'n1', 'creates', 3, 1, '', 0]), { code: 'WEIR_UNKNOWN_QUEUE' });
+    await assert.rejects(runner.run('enqueue', keys, [1, 0, 2, 'known', 1, 'new', 1, 'k1', 'n1', 'creates', '', 0, 'fast', 1]), { code: 'WEIR_BAD_RATE' });
+    await assert.rejects(runner.run('enqueue', keys, [1, 0, 2, 'known', 1, 'new', 1, 'k1', 'n1', 'creates', '', 0, 2]), { code: 'WEIR_BAD_ARGS' }, 'a pair short');
+    assert.equal(await snapshot(), before);
+    assert.equal(String(await runner.run('enqueue', keys, [1, 0, 3, 'known', 1, 'new', 1, 'free', 1, 'k1', 'n1', 'f1', 'creates', '', 0, 3, 1, 'unlimited', 5])), '111');
+    const rows = (await q.allQueueStats(arena)).map((x) => [x.name, x.rate, x.maxInFlight, x.queued]).sort();
+    assert.deepEqual(rows, [['free', 'unlimited', 5, 1], ['known', 4, 2, 1], ['new', 3, 1, 1]]);
   });
 
   it('a bad create spec is refused before anything is written', async () => {
