@@ -27,7 +27,7 @@ import {
 } from './seed/index.js';
 
 export interface KickoffResult {
-  /** Queues (domains) created now (with perServer, server queues are made by their first URLs instead: 0). */
+  /** Queues the arena gained while this kickoff ran: the seed's domains' (in an arena new to kickoff, a listed domain's is made by its first URL: kickoff), start URLs' domains at defaultRate, server queues (perServer); workers running meanwhile may add theirs. */
   domainsCreated: number;
   /** Start URLs enqueued now; 0 when a previous kickoff already did. */
   enqueued: number;
@@ -71,11 +71,12 @@ async function dedupeFor(queue: FairQueue, seed: Seed): Promise<BloomParams> {
  */
 const KICKOFF_CACHE = 0;
 
-/** A start URL and its queue; `fresh`: a domain no list names, joining the crawl at the seed's defaultRate. */
+/** A start URL and its queue; `fresh`: a domain no list names, joining the crawl at the seed's defaultRate; `limits`: a listed domain's, its queue made with them by its first URL. */
 interface Placed {
   url: string;
   domain: string;
   fresh: boolean;
+  limits: ListedLimits | null;
 }
 
 /**
@@ -86,11 +87,11 @@ interface Placed {
 function placer(scope: Scope, seed: Seed): (urls: URL[]) => Promise<(Placed | { bad: string })[]> {
   const keying = seed.otherDomains?.key ?? 'registrable';
   return async (urls) => {
-    const domains = await scope.domainsOf(urls);
+    const places = await scope.placesOf(urls);
     return urls.map((u, i) => {
-      const domain = domains[i] ?? null;
-      if (domain !== null) return { url: u.href, domain, fresh: false };
-      if (seed.defaultRate !== null) return { url: u.href, domain: newDomainKey(u, keying), fresh: true };
+      const place = places[i] ?? null;
+      if (place !== null) return { url: u.href, domain: place.key, fresh: false, limits: place.limits };
+      if (seed.defaultRate !== null) return { url: u.href, domain: newDomainKey(u, keying), fresh: true, limits: null };
       return { bad: `${u.href.slice(0, 200)} is not inside any domain of rateLimits${seed.domainFiles.length > 0 ? ' or domainFiles' : ''}` };
     });
   };
@@ -168,23 +169,35 @@ async function writeBatches<T>(batches: AsyncIterable<T[]>, write: (batch: T[]) 
   return sum;
 }
 
-/** A domain file, a batch at a time: listed for the workers, and each domain's queue made (or set) with its limits (both sent at once, batches in file order: a domain's last line stands). */
-async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed, listedHere: HashedKeySet): Promise<{ domains: number; created: number }> {
-  let domains = 0;
-  const created = await writeBatches(lineFileValues('domainFiles', file.file, domainLineJudge(seed.maxInFlightPerDomain)), async (rows) => {
-    domains += rows.length;
+/**
+ * A domain file, a batch at a time: listed for the workers, and each
+ * domain's queue made (or set) with its limits (both sent at once, batches
+ * in file order: a domain's last line stands). With `byFirstUrl` (an arena
+ * that has no queue yet), queues are left to be made by their first URLs,
+ * with the limits the list gives (start URLs here, links by workers:
+ * links/enqueue.ts): a domain's record is written once, not made empty and
+ * written again, and a listed domain nothing links to costs no queue. Only
+ * the domains the seed's rateLimits made just now are set (the file's line
+ * stands over the seed's). (An arena with queues may have workers that
+ * looked the list up before this kickoff changed it: there every listed
+ * domain's queue is made or set now, so no worker's older answer can make
+ * one with other limits.)
+ */
+async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed, listedHere: HashedKeySet, byFirstUrl: boolean): Promise<number> {
+  return writeBatches(lineFileValues('domainFiles', file.file, domainLineJudge(seed.maxInFlightPerDomain)), async (rows) => {
     for (const r of rows) listedHere.add(r.key);
-    const limits = seed.perServer ? null : Object.fromEntries(rows.map((r) => [r.key, { rate: r.rate, maxInFlight: r.maxInFlight }]));
-    const [, made] = await Promise.all([list.put(rows), limits ? queue.setLimits(seed.arena, limits) : 0]);
-    return made;
+    const made = byFirstUrl ? rows.filter((r) => Object.hasOwn(seed.rateLimits, r.key)) : rows;
+    const limits = seed.perServer || made.length === 0 ? null : Object.fromEntries(made.map((r) => [r.key, { rate: r.rate, maxInFlight: r.maxInFlight }]));
+    await Promise.all([list.put(rows), limits ? queue.setLimits(seed.arena, limits) : 0]);
+    return rows.length;
   });
-  return { domains, created };
 }
 
 /**
  * Seeds an arena: stores the seed, sets each domain's limits (inline and
- * from domain files), sizes the dedupe bitmap, enqueues the start URLs
- * (once). With perServer, the start URLs go to their servers' queues
+ * from domain files; in an arena with no queue yet, a listed domain's queue
+ * is made by its first URL instead: listDomains), sizes the dedupe bitmap,
+ * enqueues the start URLs (once). With perServer, the start URLs go to their servers' queues
  * (`lookup` resolves their hosts: the crawler's guarded DNS unless given),
  * made with their domains' limits. A file with too many bad lines is
  * refused before anything is queued (a domain file: before anything is written).
@@ -206,13 +219,11 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   };
   if (!list) await checkStarts();
   const bloom = await prepareArena(redis, seed, queue);
-  const limits = Object.fromEntries(Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }]));
-  let domainsCreated = seed.perServer ? 0 : await queue.setLimits(seed.arena, limits);
+  const queuesBefore = (await queue.stats(seed.arena)).queues;
+  if (!seed.perServer) await queue.setLimits(seed.arena, Object.fromEntries(Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }])));
   const domainFiles = { domains: 0, bad: 0, examples: domainChecks.flatMap((c) => c.examples).slice(0, LINE_FILE_LIMITS.examples), defaulted: 0 };
   for (const c of domainChecks) {
-    const listed = await listDomains(c, list as DomainList, queue, seed, listedHere);
-    domainsCreated += listed.created;
-    domainFiles.domains += listed.domains;
+    domainFiles.domains += await listDomains(c, list as DomainList, queue, seed, listedHere, queuesBefore === 0);
     domainFiles.bad += c.bad;
   }
   // Start URLs are placed among the lists: checked now, before anything is queued.
@@ -228,7 +239,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
     const batch = new ByDomain();
     const fresh = new Set<string>();
     for (const p of placed) {
-      batch.add(p.domain, make(p.url), p.fresh);
+      batch.add(p.domain, make(p.url), p.fresh, p.limits);
       if (p.fresh) fresh.add(p.domain);
     }
     if (fresh.size > 0 && list && defaults) {
@@ -247,5 +258,6 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
     files.bad += c.bad;
     files.enqueued += await writeBatches(lineFileValues('startFiles', c.file, startUrlJudge(place)), (batch) => enqueue(batch, (u) => queuedUrl(u)));
   }
+  const domainsCreated = (await queue.stats(seed.arena)).queues - queuesBefore;
   return { domainsCreated, enqueued, sitemapsEnqueued, bloom, files, domainFiles };
 }

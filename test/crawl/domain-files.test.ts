@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { kickoff } from '../../src/crawl/kickoff.js';
-import { DomainList, Scope } from '../../src/crawl/links/index.js';
+import { ByDomain, DomainList, enqueueUrls, Scope } from '../../src/crawl/links/index.js';
+import { crawlKeys, queuedUrl } from '../../src/crawl/store/index.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../../src/crawl/urls/index.js';
 import { FairQueue } from '../../src/queue/index.js';
@@ -55,7 +56,7 @@ describe('domain files', () => {
       urls.push(new URL(`${r() < 0.5 ? 'http' : 'https'}://${h}${port}/p`));
     }
     // Decided together, as a page's links are: their lookups go to Redis as one call.
-    const got = await Promise.all(urls.map((u) => listed.domainOf(u.href, u)));
+    const got = await Promise.all(urls.map(async (u) => (await listed.placeOf(u))?.key ?? null));
     let matched = 0;
     urls.forEach((u, i) => {
       const want = inline.match(u)?.key ?? null;
@@ -70,7 +71,7 @@ describe('domain files', () => {
     assert.ok(matched > 300, `the check met listed keys often (${matched} of 2000)`);
     // A kickoff batch's way (no cache, all at once) places every URL where a page's links are placed.
     const batch = new Scope({ rateLimits: {}, include: [], exclude: [] }, new DomainList(world.redis, 'weir:{domainfiles-prop}:domainlist', 0));
-    assert.deepEqual(await batch.domainsOf(urls), got);
+    assert.deepEqual((await batch.placesOf(urls)).map((p) => p?.key ?? null), got);
   });
 
   it('kickoff: a gzipped list with a header and bad lines named by line, queues made with each limit; start URLs of unlisted domains at the default rate, or bad without one; again: nothing new', async () => {
@@ -88,7 +89,7 @@ describe('domain files', () => {
     assert.deepEqual([r.domainFiles.domains, r.domainFiles.bad, r.domainFiles.defaulted], [5000, 3, 1]);
     assert.deepEqual(r.domainFiles.examples.map((e) => e.replace(`${domains}:`, '').split(':')[0]), ['101', '201', '301']);
     assert.match(r.domainFiles.examples[1] ?? '', /rate must be requests per second/);
-    assert.deepEqual([r.files.urls, r.files.enqueued, r.domainsCreated], [5002, 5002, 5000]);
+    assert.deepEqual([r.files.urls, r.files.enqueued, r.domainsCreated], [5002, 5002, 5001], 'a queue for each listed domain (each has a start URL) and one at the default rate');
     const queues = new Map((await new FairQueue(world.redis).allQueueStats('domainfiles-kick')).map((q) => [q.name, q]));
     assert.equal(queues.size, 5001);
     assert.deepEqual([queues.get('d0.test')?.rate, queues.get('d0.test')?.maxInFlight], [2, 4]);
@@ -139,6 +140,35 @@ describe('domain files', () => {
     assert.deepEqual(second, { reads: 2, bad: 1, enqueued: 110 });
     const queues = await new FairQueue(world.redis).stats('domainfiles-twice');
     assert.equal(queues.queued, 210, "every start URL of both kickoffs queued, under the earlier kickoff's domains too");
+  });
+
+  it("in an arena with no queue yet a listed domain's queue is made by its first URL, start URL or link, with its listed limits; a later kickoff makes or sets every listed domain's", async () => {
+    const arena = 'domainfiles-first';
+    const domains = join(world.dir, 'first.csv');
+    // a.test and b.test with start URLs, c.test without; both.test also in the seed's rateLimits (the file's line stands).
+    await writeFile(domains, ['a.test,2,1', 'b.test,unlimited,3', 'c.test,4,2', 'both.test,7,1'].join('\n'));
+    const starts = join(world.dir, 'first.txt');
+    await writeFile(starts, ['http://a.test/', 'http://www.b.test/'].join('\n'));
+    const seed = validateSeed({ arena, domainFiles: [domains], startFiles: [starts], rateLimits: { 'both.test': 1 } });
+    const queue = new FairQueue(world.redis);
+    const rows = async (): Promise<(string | number)[][]> => (await queue.allQueueStats(arena)).map((q) => [q.name, q.rate, q.maxInFlight, q.queued]).sort();
+    const first = await kickoff(world.redis, seed);
+    assert.equal(first.domainsCreated, 3);
+    assert.deepEqual(await rows(), [['a.test', 2, 1, 1], ['b.test', 'unlimited', 3, 1], ['both.test', 7, 1, 0]], 'no queue for c.test: nothing has led to it');
+    // A worker's link into c.test, placed and queued the worker's way: its queue made with its listed limits.
+    const scope = new Scope(seed, new DomainList(world.redis, crawlKeys(arena, queue).domainList));
+    const d = await scope.decide('http://www.c.test/x');
+    assert.ok(d.ok && !d.other);
+    const batch = new ByDomain();
+    batch.add(d.domain, queuedUrl('http://www.c.test/x'), d.other, d.limits);
+    assert.equal(await enqueueUrls(queue, arena, first.bloom, batch), 1);
+    assert.deepEqual((await rows()).find((r) => r[0] === 'c.test'), ['c.test', 4, 2, 1]);
+    // A later kickoff (the arena has queues: workers may hold older answers) changes a.test's line and lists d.test: both made or set now.
+    await writeFile(domains, ['a.test,1,1', 'd.test,3,1'].join('\n'));
+    const again = await kickoff(world.redis, validateSeed({ arena, domainFiles: [domains], start: ['http://a.test/'] }));
+    assert.equal(again.domainsCreated, 1);
+    assert.deepEqual((await rows()).filter((r) => r[0] === 'a.test' || r[0] === 'd.test'), [['a.test', 1, 1, 1], ['d.test', 3, 1, 0]]);
+    await queue.close();
   });
 
   it('a list with too many bad lines is refused before anything is written; so is an inline start URL no list names', async () => {

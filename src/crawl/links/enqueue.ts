@@ -16,12 +16,16 @@ export class ByDomain {
   readonly groups = new Map<string, QueuedUrl[]>();
   /** The domains added that the seed does not list (their queues may not exist yet). */
   readonly others = new Set<string>();
+  /** The limits a listed domain's queue is made with if these are its first URLs (a kickoff of a new arena leaves listed domains' queues to them: kickoff.ts). */
+  readonly limits = new Map<string, QueueLimit>();
 
-  add(domain: string, url: QueuedUrl, other = false): void {
+  /** A URL for `domain`'s queue: `other` when the seed does not list it; `limits`, a listed domain's. */
+  add(domain: string, url: QueuedUrl, other = false, limits: QueueLimit | null = null): void {
     const list = this.groups.get(domain);
     if (list) list.push(url);
     else this.groups.set(domain, [url]);
     if (other) this.others.add(domain);
+    else if (limits && !this.limits.has(domain)) this.limits.set(domain, limits);
   }
 
   /** Drops a domain's URLs; how many there were. */
@@ -29,6 +33,7 @@ export class ByDomain {
     const n = this.groups.get(domain)?.length ?? 0;
     this.groups.delete(domain);
     this.others.delete(domain);
+    this.limits.delete(domain);
     return n;
   }
 
@@ -75,7 +80,9 @@ export interface QueueRouter {
  * carries many in one script call. A queue is its domain's, or with a
  * `router` whatever it says (its server's). A domain the seed does not list
  * is created by its enqueue with `otherLimits` (its place among
- * maxDomains granted before: store/domain-claims.ts). Each URL's Bloom
+ * maxDomains granted before: store/domain-claims.ts), a listed one with
+ * its own limits when it has no queue yet (each queue's go with it: still
+ * one script call). Each URL's Bloom
  * bits go as their block (dedupeBlocks: the crawler's filter is blocked),
  * for links as for a kickoff's start URLs: a simulated crawl over 30,000
  * domains whose pages each add about six URLs to the frontier cost Redis
@@ -92,7 +99,7 @@ export async function enqueueUrls(
   const { otherLimits, priorityDepth = null, router } = options;
   const groups: QueueGroup[] = router
     ? await router.regroup(batch)
-    : [...batch.groups].map(([domain, list]) => ({ queue: domain, list, create: batch.others.has(domain) ? otherLimits : undefined }));
+    : [...batch.groups].map(([domain, list]) => ({ queue: domain, list, create: batch.others.has(domain) ? otherLimits : batch.limits.get(domain) }));
   // Each queue's URLs in one enqueue, or two: those of its front band first.
   const calls: { queue: string; items: string[]; options: EnqueueOptions }[] = [];
   const add = (g: QueueGroup, list: QueuedUrl[], front: boolean): void => {

@@ -134,7 +134,7 @@ export class LinkFollower {
         const d = decisions[i] as ScopeDecision;
         if (!d.ok) continue;
         if (this.localSeen.has(n)) localHits++;
-        else byDomain.add(d.domain, queuedUrl(n, { depth, referrer: item.url }), d.other);
+        else byDomain.add(d.domain, queuedUrl(n, { depth, referrer: item.url }), d.other, d.limits);
       }
     }
     const offered = byDomain.urls();
@@ -173,7 +173,7 @@ export class LinkFollower {
     const batch = new ByDomain();
     // A sitemap's host vouches for where it sends its reader (one voucher is kept: the first).
     const vouchedBy = item.sitemapLevel !== null ? (item.vouchedBy ?? new URL(item.url).host) : item.vouchedBy;
-    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0, vouchedBy }, d.other);
+    batch.add(d.domain, { ...item, url: target, referrer: item.url, hops: item.hops + 1, paced: 0, vouchedBy }, d.other, d.limits);
     const { enqueued: n, tallies } = await this.enqueueGrouped(batch);
     if (batch.count === 0) return { target, error: 'redirect target on a new domain past maxDomains', tallies };
     return { target, error: null, tallies: [['enqueued', n], ...tallies] };
@@ -190,7 +190,7 @@ export class LinkFollower {
    */
   async sitemaps(locs: string[], from: SitemapSource): Promise<{ enqueued: number; ignored: number }> {
     if (from.level > SITEMAP_LIMITS.maxNesting || !this.withinDepth(from.depth)) return { enqueued: 0, ignored: locs.length };
-    const wanted = new Map<string, { domain: string; other: boolean; item: QueuedUrl }>();
+    const wanted = new Map<string, { decided: ScopeDecision & { ok: true }; item: QueuedUrl }>();
     const base = new URL(from.base);
     const listed = new Map<string, URL>();
     for (const loc of locs) {
@@ -201,7 +201,7 @@ export class LinkFollower {
     const decisions = await Promise.all(urls.map((u) => this.scope.decideDomain(u.href, u)));
     for (const [i, u] of urls.entries()) {
       const d = decisions[i] as ScopeDecision;
-      if (d.ok) wanted.set(u.href, { domain: d.domain, other: d.other, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
+      if (d.ok) wanted.set(u.href, { decided: d, item: queuedUrl(u.href, { referrer: from.base, sitemapLevel: from.level, depth: from.depth, vouchedBy: from.vouchedBy }) });
     }
     // Those the dedupe filter had seen (read already, or queued) cost nothing:
     // their places go back, and to the next ones listed (a few rounds at most).
@@ -211,7 +211,7 @@ export class LinkFollower {
       const granted = await this.sitemapBudget.reserveUpTo(rest.length);
       if (granted === 0) break;
       const byDomain = new ByDomain();
-      for (const w of rest.slice(0, granted)) byDomain.add(w.domain, w.item, w.other);
+      for (const w of rest.slice(0, granted)) byDomain.add(w.decided.domain, w.item, w.decided.other, w.decided.limits);
       rest = rest.slice(granted);
       const n = (await this.enqueueGrouped(byDomain)).enqueued;
       enqueued += n;
@@ -243,7 +243,7 @@ export class LinkFollower {
     const decisions = await Promise.all(kept.map(([u]) => this.scope.decide(u.href, u)));
     for (const [i, [u, e]] of kept.entries()) {
       const d = decisions[i] as ScopeDecision;
-      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { depth: sitemap.depth, referrer: sitemap.url, lastmod: e.lastmod ?? null }), d.other);
+      if (d.ok) byDomain.add(d.domain, queuedUrl(u.href, { depth: sitemap.depth, referrer: sitemap.url, lastmod: e.lastmod ?? null }), d.other, d.limits);
     }
     const { candidates, enqueued } = await this.enqueueGrouped(byDomain);
     return { inScope: candidates, enqueued, ignored };

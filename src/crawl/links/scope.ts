@@ -1,13 +1,18 @@
 import { DomainMatcher, parseDomainKey, type DomainKey, compileUrlPattern, newDomainKey, type UrlPattern } from '../urls/index.js';
 import type { OtherDomains, Seed, SeedRate } from '../seed/index.js';
-import type { DomainList } from './domain-list.js';
+import type { DomainList, ListedDomain, ListedLimits } from './domain-list.js';
 
-/** In scope: the domain key (queue) it goes to, and whether that is a domain the seed does not list (otherDomains). */
-export type ScopeDecision = { ok: true; domain: string; other: boolean } | { ok: false; reason: 'out-of-scope' | 'excluded' | 'not-included' };
+/**
+ * In scope: the domain key (queue) it goes to, whether that is a domain the
+ * seed does not list (otherDomains), and for one it lists, the limits its
+ * queue is made with should this URL be its first (null for another: those
+ * go by otherDomains).
+ */
+export type ScopeDecision = { ok: true; domain: string; other: boolean; limits: ListedLimits | null } | { ok: false; reason: 'out-of-scope' | 'excluded' | 'not-included' };
 
-/** Of a URL's rateLimits key and its domain list key, the longer, as among rateLimits keys (the seed's own on a tie). */
-function longestKey(inline: string | null, listed: string | null): string | null {
-  return listed !== null && (inline === null || listed.length > inline.length) ? listed : inline;
+/** Of a URL's rateLimits place and its domain list place, the one of the longer key, as among rateLimits keys (the seed's own on a tie). */
+function longestPlace(inline: ListedDomain | null, listed: ListedDomain | null): ListedDomain | null {
+  return listed !== null && (inline === null || listed.key.length > inline.key.length) ? listed : inline;
 }
 
 /**
@@ -42,19 +47,25 @@ export class Scope {
     this.exclude = seed.exclude.map(compileUrlPattern);
   }
 
-  /** domainOf for many URLs at once (a kickoff batch): their domain list lookups go to Redis together, with no promise a URL. */
-  async domainsOf(parsed: readonly URL[]): Promise<(string | null)[]> {
-    const inline = parsed.map((u) => this.matcher.match(u)?.key ?? null);
-    if (!this.list) return inline;
-    const listed = await this.list.matchAll(parsed);
-    return inline.map((key, i) => longestKey(key, listed[i]?.key ?? null));
+  /** The rateLimits key a URL is inside of, and its limits. */
+  private inlinePlace(parsed: URL): ListedDomain | null {
+    const key = this.matcher.match(parsed)?.key;
+    return key === undefined ? null : { key, limits: { rate: this.rateLimits[key] as SeedRate, maxInFlight: this.maxInFlightPerDomain } };
   }
 
-  /** The domain key (queue) of a normalized URL among those the seed lists, ignoring include/exclude; null when outside them. */
-  async domainOf(url: string, parsed: URL = new URL(url)): Promise<string | null> {
-    const inline = this.matcher.match(parsed)?.key ?? null;
+  /** placeOf for many URLs at once (a kickoff batch): their domain list lookups go to Redis together, with no promise a URL. */
+  async placesOf(parsed: readonly URL[]): Promise<(ListedDomain | null)[]> {
+    const inline = parsed.map((u) => this.inlinePlace(u));
     if (!this.list) return inline;
-    return longestKey(inline, (await this.list.match(parsed))?.key ?? null);
+    const listed = await this.list.matchAll(parsed);
+    return inline.map((place, i) => longestPlace(place, listed[i] ?? null));
+  }
+
+  /** The domain key (queue) of a normalized URL among those the seed lists, and that domain's limits, ignoring include/exclude; null when outside them. */
+  async placeOf(parsed: URL): Promise<ListedDomain | null> {
+    const inline = this.inlinePlace(parsed);
+    if (!this.list) return inline;
+    return longestPlace(inline, await this.list.match(parsed));
   }
 
   /** The domain key (queue) of a normalized URL, the seed's or a new one, ignoring include/exclude; null when out of scope. */
@@ -77,9 +88,9 @@ export class Scope {
 
   /** Inside a crawl domain, include/exclude not asked (they are for pages: a sitemap's URL passes on its domain alone). */
   async decideDomain(url: string, parsed: URL = new URL(url)): Promise<ScopeDecision> {
-    const key = await this.domainOf(url, parsed);
-    if (key !== null) return { ok: true, domain: key, other: false };
-    if (this.other) return { ok: true, domain: newDomainKey(parsed, this.other.key), other: true };
+    const place = await this.placeOf(parsed);
+    if (place !== null) return { ok: true, domain: place.key, other: false, limits: place.limits };
+    if (this.other) return { ok: true, domain: newDomainKey(parsed, this.other.key), other: true, limits: null };
     return { ok: false, reason: 'out-of-scope' };
   }
 
