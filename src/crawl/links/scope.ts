@@ -32,6 +32,8 @@ export class Scope {
 
   private readonly rateLimits: Record<string, SeedRate>;
   private readonly maxInFlightPerDomain: number;
+  /** Each rateLimits key with its limits, made once (a kickoff places 10^6 URLs through these). */
+  private readonly inlinePlaces = new Map<string, ListedDomain>();
 
   constructor(
     seed: Pick<Seed, 'rateLimits' | 'include' | 'exclude'> & Partial<Pick<Seed, 'otherDomains' | 'maxInFlightPerDomain'>>,
@@ -41,6 +43,7 @@ export class Scope {
     this.other = seed.otherDomains ?? null;
     this.rateLimits = seed.rateLimits;
     this.maxInFlightPerDomain = seed.maxInFlightPerDomain ?? 0;
+    for (const [key, rate] of Object.entries(seed.rateLimits)) this.inlinePlaces.set(key, { key, limits: { rate, maxInFlight: this.maxInFlightPerDomain } });
     const keys = Object.keys(seed.rateLimits).map((k) => parseDomainKey(k) as DomainKey);
     this.matcher = new DomainMatcher(keys);
     this.include = seed.include.map(compileUrlPattern);
@@ -50,7 +53,7 @@ export class Scope {
   /** The rateLimits key a URL is inside of, and its limits. */
   private inlinePlace(parsed: URL): ListedDomain | null {
     const key = this.matcher.match(parsed)?.key;
-    return key === undefined ? null : { key, limits: { rate: this.rateLimits[key] as SeedRate, maxInFlight: this.maxInFlightPerDomain } };
+    return key === undefined ? null : (this.inlinePlaces.get(key) ?? null);
   }
 
   /** placeOf for many URLs at once (a kickoff batch): their domain list lookups go to Redis together, with no promise a URL. */
