@@ -30,8 +30,6 @@ export class Scope {
   private readonly exclude: UrlPattern[];
   private readonly other: OtherDomains | null;
 
-  private readonly rateLimits: Record<string, SeedRate>;
-  private readonly maxInFlightPerDomain: number;
   /** Each rateLimits key with its limits, made once (a kickoff places 10^6 URLs through these). */
   private readonly inlinePlaces = new Map<string, ListedDomain>();
 
@@ -41,9 +39,8 @@ export class Scope {
     private readonly list: DomainList | null = null,
   ) {
     this.other = seed.otherDomains ?? null;
-    this.rateLimits = seed.rateLimits;
-    this.maxInFlightPerDomain = seed.maxInFlightPerDomain ?? 0;
-    for (const [key, rate] of Object.entries(seed.rateLimits)) this.inlinePlaces.set(key, { key, limits: { rate, maxInFlight: this.maxInFlightPerDomain } });
+    const maxInFlight = seed.maxInFlightPerDomain ?? 0;
+    for (const [key, rate] of Object.entries(seed.rateLimits)) this.inlinePlaces.set(key, { key, limits: { rate, maxInFlight } });
     const keys = Object.keys(seed.rateLimits).map((k) => parseDomainKey(k) as DomainKey);
     this.matcher = new DomainMatcher(keys);
     this.include = seed.include.map(compileUrlPattern);
@@ -82,8 +79,8 @@ export class Scope {
    * lists, otherDomains' for the others (null when it follows none).
    */
   async limitsOf(domain: string): Promise<{ rate: SeedRate; maxInFlight: number } | null> {
-    const seeded = Object.hasOwn(this.rateLimits, domain) ? this.rateLimits[domain] : undefined;
-    if (seeded !== undefined) return { rate: seeded, maxInFlight: this.maxInFlightPerDomain };
+    const seeded = this.inlinePlaces.get(domain);
+    if (seeded) return seeded.limits;
     const listed = this.list ? await this.list.limitsOf(domain) : null;
     if (listed) return listed;
     return this.other && { rate: this.other.rate, maxInFlight: this.other.maxInFlight };
