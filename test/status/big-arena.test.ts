@@ -32,6 +32,10 @@ async function bigArena(): Promise<FairQueue> {
   const seedPath = join(world.dir, 'big.yaml');
   await writeFile(seedPath, `arena: ${ARENA}\ndomainFiles: [big.csv]\nstart: ["http://${name(0)}/"]\n`);
   const seed = validateSeed({ arena: ARENA, domainFiles: [file], start: [`http://${name(0)}/`] });
+  // Twice: the first, into a new arena, makes the queue of d0 (its start URL)
+  // only, leaving the others to their first URLs; the second finds queues
+  // and makes every listed domain's, as a crawl that has reached them all has.
+  await kickoff(world.redis, seed);
   await kickoff(world.redis, seed);
   const queue = new FairQueue(world.redis);
   for (let i = 0; i < 40; i++) await queue.enqueue(ARENA, name(i), Array.from({ length: 400 - 5 * i }, (_, j) => `{"u":"http://${name(i)}/${j}"}`));
