@@ -30,6 +30,27 @@ do
   -- Bit positions per BITFIELD command (4 arguments each, well inside unpack's limit).
   local BITS_PER_BITFIELD = 1000
 
+  -- Lookups for set_blocks, made once when the library loads (by arithmetic:
+  -- no global but `redis` there): offset o of a block is its byte
+  -- BYTE_OF[o] (1-based) and that byte's bit BIT_OF[o], counted from the
+  -- lowest (Redis numbers a byte's bits from its highest); WITH_BIT[byte * 8
+  -- + bit] is the byte with that bit set. Table reads where math.floor,
+  -- the power operator and bit.band/bor were C calls, four a bit: a new
+  -- URL's fourteen bits cost a fifth of its enqueue's instructions that way.
+  local BYTE_OF, BIT_OF, WITH_BIT = {}, {}, {}
+  for o = 0, 511 do
+    BYTE_OF[o] = (o - o % 8) / 8 + 1
+    BIT_OF[o] = 7 - o % 8
+  end
+  for byte = 0, 255 do
+    local p = 1
+    for b = 0, 7 do
+      local has = (byte - byte % p) / p % 2 == 1
+      WITH_BIT[byte * 8 + b] = has and byte or byte + p
+      p = p * 2
+    end
+  end
+
   -- Positions as BITFIELD's arguments, checked: "SET u1 <p> 1" each. Built
   -- with counters, not #t: this loop runs n * k times a call. A position
   -- must be written as BITFIELD reads it, in plain decimal digits (tonumber
@@ -148,7 +169,7 @@ do
   -- call sees an earlier one's bits). Redis numbers a byte's bits from its
   -- highest: offset o is bit 7 - o % 8 of byte o // 8.
   local function set_blocks(plan)
-    local sbyte, schar, band, bor = string.byte, string.char, bit.band, bit.bor
+    local sbyte, schar = string.byte, string.char
     local k = plan.k
     local fresh, flipped = {}, 0
     for i = 1, plan.n do
@@ -160,11 +181,11 @@ do
       local set = 0
       for h = 2, k + 1 do
         local o = v[h]
-        local b = mfloor(o / 8) + 1
-        local mask = 2 ^ (7 - o % 8)
+        local b = BYTE_OF[o]
         local byte = bytes[b]
-        if band(byte, mask) == 0 then
-          bytes[b] = bor(byte, mask)
+        local with = WITH_BIT[byte * 8 + BIT_OF[o]]
+        if with ~= byte then
+          bytes[b] = with
           set = set + 1
         end
       end
