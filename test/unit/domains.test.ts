@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isIP } from 'node:net';
+import { domainToASCII } from 'node:url';
 import { DomainMatcher, hostAndPort, newDomainKey, parseDomainKey, type DomainKey } from '../../src/crawl/urls/domains.js';
 describe('domain keys', () => {
   it('lowercases, punycodes IDNs, brackets IPv6, keeps ports', () => {
@@ -11,6 +12,21 @@ describe('domain keys', () => {
     assert.equal(k('bücher.de'), 'xn--bcher-kva.de');
     assert.equal(k('[::1]:8080'), '[::1]:8080');
     assert.equal(k('127.0.0.1:18001'), '127.0.0.1:18001');
+  });
+
+  it('a host name is keyed as domainToASCII gives it, also where parsing skips it (names ending in a number, punycode, upper case, IPv4 forms)', () => {
+    const label = fc.stringMatching(/^(?:[a-zA-Z0-9-]{1,6}|xn--[a-z0-9-]{0,6}|0x[0-9a-fA-F]{0,3}|\d{1,4}|ü[a-z]{0,3})$/);
+    fc.assert(
+      fc.property(fc.array(label, { minLength: 1, maxLength: 5 }), (labels) => {
+        const name = labels.join('.');
+        if (isIP(name) !== 0) return;
+        const want = domainToASCII(name.toLowerCase());
+        const valid = want !== '' && /^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(want) && want.split('.').every((l) => l.length <= 63 && !l.startsWith('-') && !l.endsWith('-'));
+        const got = parseDomainKey(name);
+        assert.equal(typeof got === 'string' ? null : got.host, valid ? want : null, name);
+      }),
+      { numRuns: 5000, seed: 33 },
+    );
   });
 
   it('matches subdomains, ports only when named, and the longest key', () => {
