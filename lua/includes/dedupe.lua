@@ -17,9 +17,9 @@
     bytes are read with one GETRANGE, its bits tested and set here, and the
     block written back with one SETRANGE if one was new. A BITFIELD
     operation makes four arguments into Redis objects and frees them, and a
-    reply, per bit: a kickoff's new URL costs 278,000 instructions in
-    positions and 221,000 in blocks, a page's deduplicated link 119,800
-    and 66,200. Blocks take two commands an item where BITFIELD takes one
+    reply, per bit: a kickoff's new URL costs 292,000 instructions in
+    positions and 217,000 in blocks (BENCH_PART=instructions of bench:queue,
+    2026-12-05). Blocks take two commands an item where BITFIELD takes one
     a call, but commands are not what costs: the crawler sends blocks (the
     client's dedupeBlocks; docs/scaling.md, "Seen-check").
 ]]
