@@ -17,18 +17,17 @@
   bits in one 512-bit block) one argument an item instead, struct
   '>I4' the block b and k '>H' offsets o < 512 in it, the positions b * 512 + o
   then, optionally, in any order:
-    'create' rate maxInFlight: the limits ('unlimited' or requests per
-      second; 0..MAX_IN_FLIGHT) a queue not yet known is created with (as
-      setLimits would), here, in the same step as its first items: two
-      callers meeting a new queue at once create it once, and a queue that
-      exists keeps its own limits. Without it an unknown queue is an error.
-    'creates' then g pairs rate maxInFlight: the same, each group's own (a
-      rate '' for none: that group's queue must exist), so queues of
-      different limits share one call (a page's links to many listed
-      domains); instead of 'create'
-    'lower' (with 'create' or 'creates'): a queue that exists tightens to
-      its group's limits where they are stricter (record.lua qlower), so a
-      queue that several sites share keeps the strictest of them
+    'creates' then g pairs rate maxInFlight, one a group: the limits
+      ('unlimited' or requests per second; 0..MAX_IN_FLIGHT) its queue is
+      created with if not yet known (as setLimits would), here, in the same
+      step as its first items: two callers meeting a new queue at once
+      create it once, and a queue that exists keeps its own limits. A rate
+      of '' is none: that group's queue must exist. Each group has its own,
+      so queues of different limits share one call (a page's links to many
+      listed domains). Without them an unknown queue is an error.
+    'lower' (with 'creates'): a queue that exists tightens to its group's
+      limits where they are stricter (record.lua qlower), so a queue that
+      several sites share keeps the strictest of them
     'front': the items go to the queue's front band (items.lua's front
       stack, where leases put back go): served before every item at its
       tail, the call's first item first (across calls, the last call's first).
@@ -73,21 +72,15 @@ if n > MAX_PER_CALL then raise('WEIR_BAD_ARGS', 'more than ' .. MAX_PER_CALL .. 
 local first_item = 4 + 2 * g
 local first_pos = first_item + n
 local last_pos = first_pos - 1 + (blocked and n or n * k)
--- The options: the limits unknown queues are created with (one set for
--- every group, or each group's: where its rate and cap are), and the band.
-local create_at, front, lower = nil, false, false
-local usage = "shards k g (queue n)... items... positions... ['create' rate maxInFlight | 'creates' (rate maxInFlight)...] ['lower'] ['front']"
+-- The options: where the groups' limits for unknown queues begin, and the band.
+local creates, front, lower = nil, false, false
+local usage = "shards k g (queue n)... items... positions... ['creates' (rate maxInFlight)...] ['lower'] ['front']"
 if #ARGV < last_pos then argc(last_pos, usage) end
 local at = last_pos + 1
 while at <= #ARGV do
   local opt = ARGV[at]
-  if opt == 'create' and at + 2 <= #ARGV and not create_at then
-    create_at = {}
-    for i = 1, g do create_at[i] = at + 1 end
-    at = at + 3
-  elseif opt == 'creates' and at + 2 * g <= #ARGV and not create_at then
-    create_at = {}
-    for i = 1, g do create_at[i] = at - 1 + 2 * i end
+  if opt == 'creates' and at + 2 * g <= #ARGV and not creates then
+    creates = at + 1
     at = at + 1 + 2 * g
   elseif opt == 'front' then
     front = true
@@ -99,11 +92,11 @@ while at <= #ARGV do
     raise('WEIR_BAD_ARGS', 'unknown option ' .. tostring(opt) .. ' after the positions (' .. usage .. ')')
   end
 end
-if lower and not create_at then raise('WEIR_BAD_ARGS', "'lower' needs 'create' or 'creates' (" .. usage .. ')') end
+if lower and not creates then raise('WEIR_BAD_ARGS', "'lower' needs 'creates' (" .. usage .. ')') end
 -- A group's limits, checked where they may be used: its queue is unknown,
 -- or 'lower' may tighten it. (A rate of '' is none.)
 local function create_of(i)
-  local a = create_at and create_at[i]
+  local a = creates and creates + 2 * (i - 1)
   if not a or ARGV[a] == '' then return nil end
   return { rate_s = ARGV[a], iv = rate_interval(ARGV[a], 'created on enqueue'), cap = int_arg(a + 1, 'maxInFlight', 0, MAX_IN_FLIGHT) }
 end

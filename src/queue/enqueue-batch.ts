@@ -40,7 +40,7 @@ function blockForm(positions: readonly number[]): Buffer {
  * The script's trailing flags (lua/enqueue.lua), checked: 'lower', 'front'.
  * (A request's `create` limits go with its queue instead: enqueueCalls.)
  */
-export function enqueueOptionArgs(options: EnqueueOptions): string[] {
+function enqueueOptionArgs(options: EnqueueOptions): string[] {
   const args: string[] = [];
   if (options.lower) {
     if (!options.create) throw new QueueArgumentError('WEIR_BAD_ARGS', 'lower needs create: the limits a queue tightens to');

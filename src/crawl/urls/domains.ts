@@ -21,6 +21,8 @@ export interface DomainKey {
 const ASCII_NAME = /^[a-z0-9-]+(\.[a-z0-9-]+)*$/;
 /** A last label the URL standard reads as a number, so a host it ends is an IPv4 address to domainToASCII ("1.2.3" is 1.2.0.3). */
 const NUMBER_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)$/;
+/** A label that starts or ends with a hyphen, or is longer than 63 bytes. */
+const BAD_LABEL = /(?:^|\.)-|-(?:\.|$)|[^.]{64}/;
 
 /**
  * Whether domainToASCII would give a (lowercased) name back as it is:
@@ -65,8 +67,10 @@ export function parseDomainKey(raw: string): DomainKey | string {
     host = hostPart;
   } else {
     const name = hostPart.toLowerCase().replace(/\.$/, '');
-    host = isOwnAsciiForm(name) ? name : domainToASCII(name);
-    if (host === '' || !ASCII_NAME.test(host) || host.split('.').some((l) => l.length > 63 || l.startsWith('-') || l.endsWith('-'))) {
+    // (A name already in its ASCII form is not tested for that form again.)
+    const own = isOwnAsciiForm(name);
+    host = own ? name : domainToASCII(name);
+    if ((!own && (host === '' || !ASCII_NAME.test(host))) || BAD_LABEL.test(host)) {
       return `has an invalid host name ${JSON.stringify(hostPart)}`;
     }
   }
