@@ -126,6 +126,8 @@ local flags = {}
 local added = 0
 local woke = false
 local now = nil
+-- (Queues that become ready, into `ready` together after the loop.)
+local ready_adds = {}
 local i = 0
 for gi, grp in ipairs(groups) do
   -- (A queue named twice in one call is created by its first group.)
@@ -162,11 +164,12 @@ for gi, grp in ipairs(groups) do
   if here > 0 then
     if was_empty then
       now = now or now_us()
-      if activate_parked(grp.qid, now) then woke = true end
+      if activate_parked(grp.qid, now, ready_adds) then woke = true end
     end
     added = added + here
   end
 end
+ready_flush(ready_adds)
 if added > 0 then
   if not front then mincr('queued', added) end
   mincr('enqueued', added)

@@ -4,7 +4,7 @@
   wake list that tells idle callers there may be work.
 ]]
 --@include "record"
-local signal, sched_add, schedulable, due_at, servable, activate_parked, activate
+local signal, sched_add, schedulable, due_at, servable, activate_parked, ready_flush, activate
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- One wake token at most: an idle worker blocked on `wake` learns there may
@@ -49,18 +49,35 @@ do
   -- somehow in `sched` still, it would be in both sets for a while: served
   -- from `ready` only once servable() says its slot has come, so never
   -- before its rate allows. Returns true when it may let an idle worker do
-  -- something sooner (so callers signal).
-  function activate_parked(qid, now)
+  -- something sooner (so callers signal). With `ready_adds` (a caller that
+  -- reads `ready` no more this call: enqueue), a queue due now is appended
+  -- to it as (turn, qid) for one ZADD of them all (ready_flush), not a
+  -- command a queue: a kickoff batch makes thousands of queues a call.
+  function activate_parked(qid, now, ready_adds)
     local st = qstate(qid)
     if not schedulable(st) then return false end
     local at = due_at(st)
     if at <= now then
-      rcall('ZADD', K_READY, fmt(mincr('turn', 1)), qid)
+      local turn = fmt(mincr('turn', 1))
+      if ready_adds then
+        ready_adds[#ready_adds + 1] = turn
+        ready_adds[#ready_adds + 1] = qid
+      else
+        rcall('ZADD', K_READY, turn, qid)
+      end
       return true
     end
     local first = earliest(K_SCHED)
     sched_add(qid, at)
     return first == nil or at < first
+  end
+
+  -- The (turn, qid) pairs activate_parked appended to `ready_adds`, into
+  -- `ready` (an enqueue's up to 1,000 queues: one command).
+  function ready_flush(ready_adds)
+    for i = 1, #ready_adds, 2000 do
+      rcall('ZADD', K_READY, unpack(ready_adds, i, mmin(i + 1999, #ready_adds)))
+    end
   end
 
   -- Puts a queue where it belongs: `ready` if it may be served now, `sched` at

@@ -184,6 +184,18 @@ describe('enqueue', () => {
     assert.equal((await q.stats(arena)).queued, 0, 'nothing of a refused batch written (an unknown queue refuses its whole script call)');
   });
 
+  it('one script call that makes 1,000 queues (the most it takes) makes every one ready, served in the order they came', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, {});
+    const names = Array.from({ length: 1000 }, (_, i) => `site-${i}`);
+    // (The raw script: the client carries at most 256 requests a call. They go into `ready` together, after the loop that makes them.)
+    const args = [1, 0, names.length, ...names.flatMap((n) => [n, 1]), ...names.map((n) => `${n}/`), 'creates', ...names.flatMap(() => ['unlimited', 0])];
+    assert.equal(String(await new ScriptRunner(fx.redis).run('enqueue', arenaKeys('weir', arena), args)), '1'.repeat(1000));
+    const served = await takeAll(q, arena);
+    assert.deepEqual(served.map((l) => l.queue), names);
+  });
+
   it('enqueue into an unknown queue is refused and writes nothing', async () => {
     const q = fx.queue();
     const arena = freshArena();
