@@ -13,7 +13,7 @@ import tseslint from 'typescript-eslint';
 const CRAWL_FOLDERS = ['counters', 'dedupe', 'fetch', 'lease', 'links', 'output', 'robots', 'seed', 'store', 'urls'];
 
 /** Modules of a folder the kickoff takes directly: they load neither undici nor htmlparser2. */
-const KICKOFF_LEAVES = { fetch: ['netguard.js'], links: ['domain-list.js', 'enqueue.js', 'hashed-key-set.js', 'scope.js'] };
+const KICKOFF_LEAVES = { fetch: ['netguard.js'], links: ['domain-list.js', 'enqueue.js', 'hashed-keys.js', 'scope.js'] };
 
 /** Each concern folder through its index only; `leaves`: modules of a folder that may also be taken directly. */
 const folderRules = (leaves = {}) =>

@@ -6,7 +6,7 @@ import { STARTED_AT_FIELD } from './counters/index.js';
 // and no HTML parser, 0.15 s of start-up; eslint.config.js allows these.)
 import { ByDomain, enqueueUrls, type QueueRouter } from './links/enqueue.js';
 import { candidateKeys, DomainList, type ListedLimits } from './links/domain-list.js';
-import { HashedKeySet } from './links/hashed-key-set.js';
+import { HashedKeySet } from './links/hashed-keys.js';
 import { Scope } from './links/scope.js';
 import { guardedLookup, type LookupFunction } from './fetch/netguard.js';
 import { AddressBook, ServerRouter } from './servers/index.js';
@@ -183,14 +183,31 @@ async function writeBatches<T>(batches: AsyncIterable<T[]>, write: (batch: T[]) 
  * domain's queue is made or set now, so no worker's older answer can make
  * one with other limits.)
  */
-async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed, listedHere: HashedKeySet, byFirstUrl: boolean): Promise<number> {
+async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQueue, seed: Seed, listedHere: HashedKeySet | null, byFirstUrl: boolean): Promise<number> {
   return writeBatches(lineFileValues('domainFiles', file.file, domainLineJudge(seed.maxInFlightPerDomain)), async (rows) => {
-    for (const r of rows) listedHere.add(r.key);
+    if (listedHere) for (const r of rows) listedHere.add(r.key);
     const made = byFirstUrl ? rows.filter((r) => Object.hasOwn(seed.rateLimits, r.key)) : rows;
     const limits = seed.perServer || made.length === 0 ? null : Object.fromEntries(made.map((r) => [r.key, { rate: r.rate, maxInFlight: r.maxInFlight }]));
     await Promise.all([list.put(rows), limits ? queue.setLimits(seed.arena, limits) : 0]);
     return rows.length;
   });
+}
+
+/**
+ * Every domain file listed (listDomains), and what they held. A list this
+ * kickoff writes all of is held here too, and places start URLs without
+ * asking Redis (DomainList.keepCopyIfEmpty); else the check pass knows the
+ * domains listed here by their hashes (`listedHere`).
+ */
+async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: FairQueue, seed: Seed, listedHere: HashedKeySet, byFirstUrl: boolean): Promise<{ domains: number; bad: number; examples: string[] }> {
+  const out = { domains: 0, bad: 0, examples: checks.flatMap((c) => c.examples).slice(0, LINE_FILE_LIMITS.examples) };
+  if (!list) return out;
+  const copied = await list.keepCopyIfEmpty(checks.reduce((n, c) => n + c.lines - c.bad, 0));
+  for (const c of checks) {
+    out.domains += await listDomains(c, list, queue, seed, copied ? null : listedHere, byFirstUrl);
+    out.bad += c.bad;
+  }
+  return out;
 }
 
 /**
@@ -221,11 +238,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   const bloom = await prepareArena(redis, seed, queue);
   const queuesBefore = (await queue.stats(seed.arena)).queues;
   if (!seed.perServer) await queue.setLimits(seed.arena, Object.fromEntries(Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }])));
-  const domainFiles = { domains: 0, bad: 0, examples: domainChecks.flatMap((c) => c.examples).slice(0, LINE_FILE_LIMITS.examples), defaulted: 0 };
-  for (const c of domainChecks) {
-    domainFiles.domains += await listDomains(c, list as DomainList, queue, seed, listedHere, queuesBefore === 0);
-    domainFiles.bad += c.bad;
-  }
+  const domainFiles = { ...(await listAll(domainChecks, list, queue, seed, listedHere, queuesBefore === 0)), defaulted: 0 };
   // Start URLs are placed among the lists: checked now, before anything is queued.
   if (list) await checkStarts();
   const start = await placeInline('start', seed.start, place);

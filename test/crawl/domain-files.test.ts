@@ -36,6 +36,27 @@ function rng(seed: number): () => number {
   };
 }
 
+/**
+ * Kicks `seed` off through a client that counts the HMGETs of the arena's
+ * domain list; `before` may do something first (awaited) as a command goes.
+ */
+async function kickoffCounted(seed: ReturnType<typeof validateSeed>, before: (cmd: { name: string }) => Promise<unknown> | undefined = () => undefined): Promise<{ reads: number; bad: number; enqueued: number }> {
+  const client = world.redis.duplicate();
+  let reads = 0;
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = ((cmd: Parameters<typeof send>[0]) => {
+    if (cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':domainlist')) reads += 1;
+    const first = before(cmd);
+    return first ? first.then(() => send(cmd)) : send(cmd);
+  });
+  try {
+    const r = await kickoff(client, seed);
+    return { reads, bad: r.files.bad, enqueued: r.files.enqueued };
+  } finally {
+    client.disconnect();
+  }
+}
+
 describe('domain files', () => {
   it('a list in Redis places URLs as the same keys inline would: parents, ports, IP addresses, longest key first (2,000 random URLs)', async () => {
     const r = rng(7);
@@ -72,6 +93,12 @@ describe('domain files', () => {
     // A kickoff batch's way (no cache, all at once) places every URL where a page's links are placed.
     const batch = new Scope({ rateLimits: {}, include: [], exclude: [] }, new DomainList(world.redis, 'weir:{domainfiles-prop}:domainlist', 0));
     assert.deepEqual((await batch.placesOf(urls)).map((p) => p?.key ?? null), got);
+    // And a kickoff that wrote the whole list and holds it, without asking Redis: the same.
+    const heldList = new DomainList(world.redis, 'weir:{domainfiles-prop-held}:domainlist', 0);
+    assert.equal(await heldList.keepCopyIfEmpty(keys.length), true);
+    await heldList.put(keys.map((k) => ({ key: k.key, rate: 5, maxInFlight: 1 })));
+    const held = new Scope({ rateLimits: {}, include: [], exclude: [] }, heldList);
+    assert.deepEqual((await held.placesOf(urls)).map((p) => p?.key ?? null), got);
   });
 
   it('kickoff: a gzipped list with a header and bad lines named by line, queues made with each limit; start URLs of unlisted domains at the default rate, or bad without one; again: nothing new', async () => {
@@ -105,33 +132,17 @@ describe('domain files', () => {
     assert.match(s.files.examples[0] ?? '', /:5001: http:\/\/elsewhere\.test\/x is not inside any domain of rateLimits or domainFiles/);
   });
 
-  it("kickoff asks the domain list about each start URL once, when it is queued: with defaultRate the check pass only parses; without, it asks only about URLs outside this kickoff's own domain files", async () => {
+  it("kickoff asks the domain list about start URLs only when it did not write all of it: a first kickoff holds the list it writes (no read, with defaultRate or without); a later one asks once a URL, when queued, and its check pass only about URLs outside its own domain files", async () => {
     const domains = join(world.dir, 'once.csv');
     await writeFile(domains, Array.from({ length: 100 }, (_, i) => `d${i}.test,1`).join('\n'));
     const starts = join(world.dir, 'once.txt');
     await writeFile(starts, [...Array.from({ length: 100 }, (_, i) => `http://www.d${i}.test/`), 'not a url'].join('\n'));
-    /** Kicks `seed` off through a client that counts the HMGETs of the arena's domain list. */
-    const kickoffCounted = async (seed: ReturnType<typeof validateSeed>): Promise<{ reads: number; bad: number; enqueued: number }> => {
-      const client = world.redis.duplicate();
-      let reads = 0;
-      const send = client.sendCommand.bind(client);
-      client.sendCommand = ((cmd: Parameters<typeof send>[0]) => {
-        if (cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':domainlist')) reads += 1;
-        return send(cmd);
-      });
-      try {
-        const r = await kickoff(client, seed);
-        return { reads, bad: r.files.bad, enqueued: r.files.enqueued };
-      } finally {
-        client.disconnect();
-      }
-    };
-    // (100 URLs, a few candidate keys each: one HMGET a pass.)
     const withDefault = await kickoffCounted(validateSeed({ arena: 'domainfiles-once', domainFiles: [domains], startFiles: [starts], defaultRate: 1 }));
-    assert.deepEqual(withDefault, { reads: 1, bad: 1, enqueued: 100 });
+    assert.deepEqual(withDefault, { reads: 0, bad: 1, enqueued: 100 });
     const without = await kickoffCounted(validateSeed({ arena: 'domainfiles-twice', domainFiles: [domains], startFiles: [starts] }));
-    assert.deepEqual(without, { reads: 1, bad: 1, enqueued: 100 });
+    assert.deepEqual(without, { reads: 0, bad: 1, enqueued: 100 });
     // Domains an earlier kickoff listed are in Redis only: the check pass asks about those URLs (and the one no list names), and places them.
+    // (110 URLs, a few candidate keys each: one HMGET a pass.)
     const later = join(world.dir, 'later.csv');
     await writeFile(later, Array.from({ length: 10 }, (_, i) => `e${i}.test,1`).join('\n'));
     const mixed = join(world.dir, 'mixed.txt');
@@ -140,6 +151,37 @@ describe('domain files', () => {
     assert.deepEqual(second, { reads: 2, bad: 1, enqueued: 110 });
     const queues = await new FairQueue(world.redis).stats('domainfiles-twice');
     assert.equal(queues.queued, 210, "every start URL of both kickoffs queued, under the earlier kickoff's domains too");
+  });
+
+  it('the list a first kickoff holds places start URLs as Redis would (parents, ports, IP addresses, the longest key, the last line of a domain); another writer meanwhile and it asks Redis instead', async () => {
+    const domains = join(world.dir, 'held.csv');
+    await writeFile(domains, ['example.test,1', 'a.example.test,2', 'a.example.test:8080,3', 'b.example.test:443,4', '127.0.0.2,5', 'c.example.test,6', 'c.example.test,7,3'].join('\n'));
+    const starts = join(world.dir, 'held.txt');
+    const urls = ['http://x.y.example.test/', 'http://a.example.test/', 'http://a.example.test:8080/', 'http://www.a.example.test:8080/', 'http://www.a.example.test/', 'https://b.example.test/', 'http://b.example.test/', 'http://127.0.0.2:9/', 'http://c.example.test/', 'http://other.test/'];
+    await writeFile(starts, urls.join('\n'));
+    const seed = (arena: string): ReturnType<typeof validateSeed> => validateSeed({ arena, domainFiles: [domains], startFiles: [starts] });
+    const rows = async (arena: string): Promise<(string | number)[][]> =>
+      (await new FairQueue(world.redis).allQueueStats(arena)).filter((q) => q.queued > 0).map((q) => [q.name, q.rate, q.maxInFlight, q.queued]).sort();
+    const expected = [
+      ['127.0.0.2', 5, 2, 1],
+      ['a.example.test', 2, 2, 2],
+      ['a.example.test:8080', 3, 2, 2],
+      ['b.example.test:443', 4, 2, 1],
+      ['c.example.test', 7, 3, 1],
+      ['example.test', 1, 2, 2],
+    ];
+    // Held: nothing read. Not held (the list had a domain already): the same queues, asked of Redis.
+    assert.deepEqual(await kickoffCounted(seed('domainfiles-held')), { reads: 0, bad: 1, enqueued: 9 });
+    assert.deepEqual(await rows('domainfiles-held'), expected);
+    await world.redis.hset(crawlKeys('domainfiles-asked', new FairQueue(world.redis)).domainList, 'unrelated.test', '1 1');
+    assert.deepEqual(await kickoffCounted(seed('domainfiles-asked')), { reads: 2, bad: 1, enqueued: 9 });
+    assert.deepEqual(await rows('domainfiles-asked'), expected);
+    // Another kickoff lists www.a.example.test while this one places its start URLs: the list's length is not the one held, so Redis is asked.
+    const listKey = crawlKeys('domainfiles-raced', new FairQueue(world.redis)).domainList;
+    let lengths = 0;
+    const raced = await kickoffCounted(seed('domainfiles-raced'), (cmd) => (cmd.name.toLowerCase() === 'hlen' && ++lengths === 2 ? world.redis.hset(listKey, 'www.a.example.test', '9 1') : undefined));
+    assert.deepEqual(raced, { reads: 2, bad: 1, enqueued: 9 });
+    assert.deepEqual((await rows('domainfiles-raced')).filter((r) => String(r[0]).startsWith('www.') || r[0] === 'a.example.test'), [['a.example.test', 2, 2, 1], ['www.a.example.test', 9, 1, 1]]);
   });
 
   it("in an arena with no queue yet a listed domain's queue is made by its first URL, start URL or link, with its listed limits; a later kickoff makes or sets every listed domain's", async () => {

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { sendEncoded, type RedisClient } from '../../queue/index.js';
 import { hostAndPort } from '../urls/index.js';
 import type { SeedRate } from '../seed/index.js';
+import { HashedKeyMap } from './hashed-keys.js';
 
 /** A listed domain's limits. */
 export interface ListedLimits {
@@ -27,6 +28,11 @@ const FIELDS_PER_CALL = 2000;
 const CACHE_PER_GENERATION = 50_000;
 /** A generation's age at most: a domain a later kickoff lists is seen by running workers within twice this. */
 const GENERATION_MS = 60_000;
+
+/** Domains a list held in this process (ListCopy) has at most: 2^21 slots of 16 bytes, 32 MB. */
+const COPY_MAX_KEYS = 1_000_000;
+/** Different limits a ListCopy holds at most (a domain's value is their index). */
+const COPY_MAX_LIMITS = 65_536;
 
 const encode = (l: ListedLimits): string => `${l.rate} ${l.maxInFlight}`;
 
@@ -64,6 +70,83 @@ export function candidateKeys(url: URL): string[] {
     if (at === -1) break;
   }
   return out;
+}
+
+/**
+ * The whole list, held in this process: each domain as a 96-bit hash with
+ * the index of its limits (hashed-keys.ts; 16 bytes a slot), for a kickoff
+ * that lists every domain itself. False from a setter: it would hold more
+ * than COPY_MAX_KEYS domains or COPY_MAX_LIMITS different limits.
+ */
+class ListCopy {
+  private readonly domains: HashedKeyMap;
+  private readonly limits: ListedLimits[] = [];
+  private readonly limitIds = new Map<string, number>();
+
+  constructor(expected: number) {
+    this.domains = new HashedKeyMap(Math.min(expected, COPY_MAX_KEYS), COPY_MAX_KEYS);
+  }
+
+  get size(): number {
+    return this.domains.size;
+  }
+
+  get(key: string): ListedLimits | null {
+    const id = this.domains.get(key);
+    return id === undefined ? null : (this.limits[id] as ListedLimits);
+  }
+
+  /**
+   * The listed domain a URL belongs to, as longestListed finds it among
+   * candidateKeys, without making the keys it looks up (a kickoff places
+   * 10^6 URLs, four keys each): only the one that wins.
+   */
+  match(url: URL): ListedDomain | null {
+    const { host, port } = hostAndPort(url);
+    if (isIP(host) !== 0) return longestListed(candidateKeys(url), (k) => this.get(k));
+    const withPort = `:${port}`;
+    // (The winner so far: where its name starts, its suffix, its limits' id.)
+    let [bestFrom, bestSuffix, bestId, bestLength] = [0, '', -1, -1];
+    let from = 0;
+    for (let i = 0; i <= MAX_PARENTS; i++) {
+      // The name with the URL's port, then without.
+      for (let w = 0; w < 2; w++) {
+        const suffix = w === 0 ? withPort : '';
+        const length = host.length - from + suffix.length;
+        if (length <= bestLength) continue;
+        const id = this.domains.get(host, from, suffix);
+        if (id === undefined) continue;
+        [bestFrom, bestSuffix, bestId, bestLength] = [from, suffix, id, length];
+      }
+      const dot = host.indexOf('.', from);
+      if (dot === -1) break;
+      from = dot + 1;
+    }
+    return bestId === -1 ? null : { key: host.slice(bestFrom) + bestSuffix, limits: this.limits[bestId] as ListedLimits };
+  }
+
+  set(key: string, limits: ListedLimits): boolean {
+    const code = encode(limits);
+    let id = this.limitIds.get(code);
+    if (id === undefined) {
+      if (this.limits.length >= COPY_MAX_LIMITS) return false;
+      id = this.limits.length;
+      this.limits.push({ rate: limits.rate, maxInFlight: limits.maxInFlight });
+      this.limitIds.set(code, id);
+    }
+    return this.domains.set(key, id);
+  }
+}
+
+/** Of a host's candidate keys (most specific first), the listed one that wins: the longest (a key with a port is longer than the same without); a tie goes to the more specific host. */
+function longestListed(keys: readonly string[], limitsOf: (key: string) => ListedLimits | null): ListedDomain | null {
+  let best: ListedDomain | null = null;
+  for (const k of keys) {
+    if (best !== null && k.length <= best.key.length) continue;
+    const limits = limitsOf(k);
+    if (limits) best = { key: k, limits };
+  }
+  return best;
 }
 
 /** Two maps: answers are looked up in both and added to the newer, which replaces the older when full or old. A size of 0 keeps nothing. */
@@ -104,6 +187,8 @@ export class DomainList {
   /** By key: limits, or null when not listed. */
   private readonly byKey: TwoGenerations<ListedLimits | null>;
   private pending: { url: URL; hostPort: string; resolve: (d: ListedDomain | null) => void; reject: (e: unknown) => void }[] = [];
+  /** The list held here while this process is its only writer (keepCopyIfEmpty), else null. */
+  private copy: ListCopy | null = null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -115,9 +200,35 @@ export class DomainList {
     this.byKey = new TwoGenerations(cacheSize);
   }
 
+  /**
+   * A kickoff that finds the list empty writes all of it (workers never
+   * write it): from then on this process holds it too, every domain it
+   * puts, and matchAll answers from that copy, asking Redis only the
+   * list's length (a batch of 10,000 start URLs: no field of their hosts'
+   * 40,000 candidate keys read and decoded, no map of the answers made). A
+   * length other than the copy's means another writer (a second kickoff
+   * at once): the copy is dropped and Redis asked again, as it is when the
+   * copy would grow past COPY_MAX_KEYS domains. `expected`: domains the
+   * kickoff will list (its table made for them at once). True when kept.
+   */
+  async keepCopyIfEmpty(expected: number): Promise<boolean> {
+    this.copy = (await this.redis.hlen(this.key)) === 0 ? new ListCopy(expected) : null;
+    return this.copy !== null;
+  }
+
   /** Lists domains (kickoff); `onlyNew` leaves those already listed as they are. Returns how many were listed now (with onlyNew; else 0). */
   async put(rows: readonly ({ key: string } & ListedLimits)[], onlyNew = false): Promise<number> {
     if (rows.length === 0) return 0;
+    // (The copy changes as the commands are sent: a length asked after them counts them.)
+    if (this.copy) {
+      for (const r of rows) {
+        if (onlyNew && this.copy.get(r.key) !== null) continue;
+        if (!this.copy.set(r.key, r)) {
+          this.copy = null;
+          break;
+        }
+      }
+    }
     // Fields and values, FIELDS_PER_CALL a command, the commands sent together.
     const writes: Promise<unknown>[] = [];
     for (let i = 0; i < rows.length; i += FIELDS_PER_CALL) {
@@ -144,8 +255,11 @@ export class DomainList {
     });
   }
 
-  /** The listed domain of each of many URLs (a kickoff batch), asked of Redis together: no promise a URL. */
+  /** The listed domain of each of many URLs (a kickoff batch), asked of Redis together (or of the copy held here): no promise a URL. */
   async matchAll(urls: readonly URL[]): Promise<(ListedDomain | null)[]> {
+    if (this.copy && (await this.redis.hlen(this.key)) !== this.copy.size) this.copy = null;
+    const copy = this.copy;
+    if (copy) return urls.map((u) => copy.match(u));
     const hostPorts = urls.map((u) => {
       const { host, port } = hostAndPort(u);
       return `${host} ${port}`;
@@ -211,12 +325,7 @@ export class DomainList {
     });
     const answers = new Map<string, ListedDomain | null>();
     for (const [hostPort, keys] of candidates) {
-      // The longest key wins (a key with a port is longer than the same without); ties go to the more specific host.
-      let best: ListedDomain | null = null;
-      for (const k of keys) {
-        const limits = found.get(k);
-        if (limits && (best === null || k.length > best.key.length)) best = { key: k, limits };
-      }
+      const best = longestListed(keys, (k) => found.get(k) ?? null);
       answers.set(hostPort, best);
       this.byHost.set(hostPort, best);
     }

@@ -1,0 +1,196 @@
+/**
+ * Sets and maps of strings kept as hashes in one typed array, for
+ * collections too big to hold as strings: a kickoff's domain files list
+ * 10^6 domains, some 70 MB as a `Set<string>` against its 200 MB bound.
+ * Open addressing, linear probing; the table doubles when half full.
+ *
+ * A key is known by its hash alone, so two strings that share it are one
+ * key: with b bits of hash, about n × m / 2^b of m lookups in n keys answer
+ * wrongly. HashedKeySet keeps 64 bits (16 to 32 bytes a key; 3 × 10^-7 for
+ * 5 × 10^6 lookups among 10^6 keys): for shortcuts that stay correct
+ * without it. HashedKeyMap keeps 96 (and a 32-bit value; 32 to 64 bytes a
+ * key; 10^-16 there): for answers that must be right.
+ */
+
+const SEED_A = 0x2545f491;
+const SEED_B = 0x9e3779b9;
+/** Slots at first at least (a power of two). */
+const MIN_SLOTS = 1 << 12;
+
+/** The table under both: `hashWords` 32-bit words of a key's hash a slot (all 0: empty), then its value when `valued`. */
+class HashedTable {
+  private table: Uint32Array;
+  private slots: number;
+  private readonly stride: number;
+  private count = 0;
+  /** The words of the last key hashed (no array a call). */
+  private w1 = 0;
+  private w2 = 0;
+  private w3 = 0;
+
+  constructor(
+    private readonly hashWords: 2 | 3,
+    private readonly valued: boolean,
+    /** Keys expected: the table starts big enough for them (no doubling on the way, each a copy). */
+    expected = 0,
+    /** The most slots the table may have (rounded up to a power of two); a key that would need more is refused (put returns false). */
+    private maxSlots = 2 ** 30,
+  ) {
+    this.stride = hashWords + (valued ? 1 : 0);
+    this.maxSlots = MIN_SLOTS;
+    while (this.maxSlots < maxSlots) this.maxSlots *= 2;
+    this.slots = MIN_SLOTS;
+    while (this.slots < expected * 2 && this.slots < maxSlots) this.slots *= 2;
+    this.table = new Uint32Array(this.slots * this.stride);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Empties the table and gives its memory back. */
+  clear(): void {
+    this.slots = MIN_SLOTS;
+    this.table = new Uint32Array(this.slots * this.stride);
+    this.count = 0;
+  }
+
+  /** The slot index of the key last hashed, or of the empty slot where it would go. */
+  private find(): number {
+    const { table, stride, w1, w2, w3 } = this;
+    const three = this.hashWords === 3;
+    const mask = this.slots - 1;
+    // (Never more than half full: an empty slot ends every probe.)
+    for (let i = w1 & mask; ; i = (i + 1) & mask) {
+      const at = i * stride;
+      const a = table[at] as number;
+      const b = table[at + 1] as number;
+      if (a === w1 && b === w2 && (!three || table[at + 2] === w3)) return at;
+      if (a === 0 && b === 0) return at;
+    }
+  }
+
+  /** Whether the key s[from..] + suffix is held; with a value, that value or -1. */
+  lookUp(s: string, from = 0, suffix = ''): number {
+    this.hash(s, from, suffix);
+    const at = this.find();
+    if (this.table[at] === 0 && this.table[at + 1] === 0) return -1;
+    return this.valued ? (this.table[at + this.hashWords] as number) : 0;
+  }
+
+  /** Holds `key` (with `value`); false when the table would need more than maxSlots. */
+  put(key: string, value = 0): boolean {
+    this.hash(key);
+    let at = this.find();
+    if (this.table[at] === 0 && this.table[at + 1] === 0) {
+      if ((this.count + 1) * 2 > this.slots) {
+        if (this.slots * 2 > this.maxSlots) return false;
+        this.grow();
+        at = this.find();
+      }
+      this.table[at] = this.w1;
+      this.table[at + 1] = this.w2;
+      if (this.hashWords === 3) this.table[at + 2] = this.w3;
+      this.count += 1;
+    }
+    if (this.valued) this.table[at + this.hashWords] = value;
+    return true;
+  }
+
+  private grow(): void {
+    const old = this.table;
+    const { stride } = this;
+    const [w1, w2, w3] = [this.w1, this.w2, this.w3];
+    this.slots *= 2;
+    this.table = new Uint32Array(this.slots * stride);
+    for (let i = 0; i < old.length; i += stride) {
+      if (old[i] === 0 && old[i + 1] === 0) continue;
+      this.w1 = old[i] as number;
+      this.w2 = old[i + 1] as number;
+      this.w3 = old[i + 2] as number;
+      const at = this.find();
+      this.table.set(old.subarray(i, i + stride), at);
+    }
+    [this.w1, this.w2, this.w3] = [w1, w2, w3];
+  }
+
+  /**
+   * The hash words of the string s from `from` on followed by `suffix`
+   * (a key made of parts is hashed without being made): cyrb53's steps
+   * under two seeds at once, a1 a2 b1 b2 after its finish; the words a1, b1
+   * and, for three, a2. Never all 0.
+   */
+  private hash(s: string, from = 0, suffix = ''): void {
+    let a1 = 0xdeadbeef ^ SEED_A;
+    let a2 = 0x41c6ce57 ^ SEED_A;
+    let b1 = 0xdeadbeef ^ SEED_B;
+    let b2 = 0x41c6ce57 ^ SEED_B;
+    const n = s.length - from + suffix.length;
+    for (let i = 0; i < n; i++) {
+      const ch = i < s.length - from ? s.charCodeAt(from + i) : suffix.charCodeAt(i - s.length + from);
+      a1 = Math.imul(a1 ^ ch, 2654435761);
+      a2 = Math.imul(a2 ^ ch, 1597334677);
+      b1 = Math.imul(b1 ^ ch, 2654435761);
+      b2 = Math.imul(b2 ^ ch, 1597334677);
+    }
+    a1 = Math.imul(a1 ^ (a1 >>> 16), 2246822507) ^ Math.imul(a2 ^ (a2 >>> 13), 3266489909);
+    a2 = Math.imul(a2 ^ (a2 >>> 16), 2246822507) ^ Math.imul(a1 ^ (a1 >>> 13), 3266489909);
+    b1 = Math.imul(b1 ^ (b1 >>> 16), 2246822507) ^ Math.imul(b2 ^ (b2 >>> 13), 3266489909);
+    b2 = Math.imul(b2 ^ (b2 >>> 16), 2246822507) ^ Math.imul(b1 ^ (b1 >>> 13), 3266489909);
+    this.w1 = a1 >>> 0;
+    this.w2 = b1 >>> 0;
+    if (this.w1 === 0 && this.w2 === 0) this.w2 = 1;
+    this.w3 = this.hashWords === 3 ? (a2 ^ b2) >>> 0 : 0;
+  }
+}
+
+/** A set of strings as 64-bit hashes (see the top of this file). */
+export class HashedKeySet {
+  private readonly table = new HashedTable(2, false);
+
+  get size(): number {
+    return this.table.size;
+  }
+
+  /** Empties the set and gives its table back (a kickoff's 16 MB once its check pass is done). */
+  clear(): void {
+    this.table.clear();
+  }
+
+  add(key: string): void {
+    this.table.put(key);
+  }
+
+  has(key: string): boolean {
+    return this.table.lookUp(key) !== -1;
+  }
+}
+
+/** A map of strings to 32-bit unsigned values, keys as 96-bit hashes (see the top of this file), of at most maxKeys keys. */
+export class HashedKeyMap {
+  private readonly table: HashedTable;
+
+  constructor(
+    /** Keys expected (the table is made for them at once). */
+    expected: number,
+    /** Keys held at most (as the table's slots are a power of two, up to 2^k - 1 more): set refuses more. */
+    readonly maxKeys: number,
+  ) {
+    this.table = new HashedTable(3, true, expected, 2 * maxKeys);
+  }
+
+  get size(): number {
+    return this.table.size;
+  }
+
+  /** The value of `key`, or undefined; of the key s.slice(from) + suffix when given those (without making it). */
+  get(s: string, from = 0, suffix = ''): number | undefined {
+    const v = this.table.lookUp(s, from, suffix);
+    return v === -1 ? undefined : v;
+  }
+
+  /** Sets `key` to `value` (0 to 2^32 - 1); false, and nothing set, when that would be a key over maxKeys. */
+  set(key: string, value: number): boolean {
+    return this.table.put(key, value);
+  }
+}
