@@ -197,14 +197,17 @@ async function listDomains(file: LineFileCheck, list: DomainList, queue: FairQue
  * Every domain file listed (listDomains), and what they held. A list this
  * kickoff writes all of is held here too, and places start URLs without
  * asking Redis (DomainList.keepCopyIfEmpty); else the check pass knows the
- * domains listed here by their hashes (`listedHere`).
+ * domains listed here by their hashes (`listedHere`). `defaulted`: start
+ * URLs that may each list a domain of their own at defaultRate.
  */
-async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: FairQueue, seed: Seed, listedHere: HashedKeySet, byFirstUrl: boolean): Promise<{ domains: number; bad: number; examples: string[] }> {
+async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: FairQueue, seed: Seed, listedHere: HashedKeySet, byFirstUrl: boolean, defaulted: number): Promise<{ domains: number; bad: number; examples: string[] }> {
   const out = { domains: 0, bad: 0, examples: checks.flatMap((c) => c.examples).slice(0, LINE_FILE_LIMITS.examples) };
   if (!list) return out;
-  const copied = await list.keepCopyIfEmpty(checks.reduce((n, c) => n + c.lines - c.bad, 0));
+  // (Its table made at once for the domains it will hold: no doubling, old and new tables both held, on the way.)
+  const copied = await list.keepCopyIfEmpty(checks.reduce((n, c) => n + c.lines - c.bad, defaulted));
   for (const c of checks) {
-    out.domains += await listDomains(c, list, queue, seed, copied ? null : listedHere, byFirstUrl);
+    // (With defaultRate the start check asks nothing of the list: none kept for it.)
+    out.domains += await listDomains(c, list, queue, seed, copied || seed.defaultRate !== null ? null : listedHere, byFirstUrl);
     out.bad += c.bad;
   }
   return out;
@@ -225,7 +228,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   const scope = new Scope(seed, list);
   const domainChecks: LineFileCheck[] = [];
   for (const file of seed.domainFiles) domainChecks.push(await checkLineFile('domainFiles', file, domainLineJudge(seed.maxInFlightPerDomain), 'domain,rate[,maxInFlight] lines'));
-  // Without domain lists, start files are read through before anything is written too.
+  // Without domain lists or with defaultRate, start files are read through before anything is written too.
   const place = placer(scope, seed);
   const listedHere = new HashedKeySet();
   const checkJudge = startCheckJudge(seed, place, listedHere);
@@ -234,13 +237,16 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
     for (const file of seed.startFiles) startChecks.push(await checkLineFile('startFiles', file, checkJudge, 'start URLs'));
     listedHere.clear();
   };
-  if (!list) await checkStarts();
+  // (With defaultRate every start URL has a place: its check needs no list.)
+  const startsFirst = !list || seed.defaultRate !== null;
+  if (startsFirst) await checkStarts();
   const bloom = await prepareArena(redis, seed, queue);
   const queuesBefore = (await queue.stats(seed.arena)).queues;
   if (!seed.perServer) await queue.setLimits(seed.arena, Object.fromEntries(Object.entries(seed.rateLimits).map(([domain, rate]) => [domain, { rate, maxInFlight: seed.maxInFlightPerDomain }])));
-  const domainFiles = { ...(await listAll(domainChecks, list, queue, seed, listedHere, queuesBefore === 0)), defaulted: 0 };
+  const defaultedAtMost = seed.defaultRate === null ? 0 : startChecks.reduce((n, c) => n + c.lines - c.bad, seed.start.length + (Array.isArray(seed.sitemaps) ? seed.sitemaps.length : 0));
+  const domainFiles = { ...(await listAll(domainChecks, list, queue, seed, listedHere, queuesBefore === 0, defaultedAtMost)), defaulted: 0 };
   // Start URLs are placed among the lists: checked now, before anything is queued.
-  if (list) await checkStarts();
+  if (!startsFirst) await checkStarts();
   const start = await placeInline('start', seed.start, place);
   const sitemaps = await placeInline('sitemaps', Array.isArray(seed.sitemaps) ? seed.sitemaps : [], place);
   const router: QueueRouter | undefined = seed.perServer

@@ -29,7 +29,7 @@ const CACHE_PER_GENERATION = 50_000;
 /** A generation's age at most: a domain a later kickoff lists is seen by running workers within twice this. */
 const GENERATION_MS = 60_000;
 
-/** Domains a list held in this process (ListCopy) has at most: 2^21 slots of 16 bytes, 32 MB. */
+/** Domains a list held in this process (ListCopy) has at most: 2^21 slots of 12 bytes, 24 MB. */
 const COPY_MAX_KEYS = 1_000_000;
 /** Different limits a ListCopy holds at most (a domain's value is their index). */
 const COPY_MAX_LIMITS = 65_536;
@@ -73,8 +73,8 @@ export function candidateKeys(url: URL): string[] {
 }
 
 /**
- * The whole list, held in this process: each domain as a 96-bit hash with
- * the index of its limits (hashed-keys.ts; 16 bytes a slot), for a kickoff
+ * The whole list, held in this process: each domain as an 80-bit hash with
+ * the index of its limits (hashed-keys.ts; 12 bytes a slot), for a kickoff
  * that lists every domain itself. False from a setter: it would hold more
  * than COPY_MAX_KEYS domains or COPY_MAX_LIMITS different limits.
  */

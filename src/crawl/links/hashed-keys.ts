@@ -6,41 +6,43 @@
  *
  * A key is known by its hash alone, so two strings that share it are one
  * key: with b bits of hash, about n × m / 2^b of m lookups in n keys answer
- * wrongly. HashedKeySet keeps 64 bits (16 to 32 bytes a key; 3 × 10^-7 for
- * 5 × 10^6 lookups among 10^6 keys): for shortcuts that stay correct
- * without it. HashedKeyMap keeps 96 (and a 32-bit value; 32 to 64 bytes a
- * key; 10^-16 there): for answers that must be right.
+ * wrongly. HashedKeySet keeps 64 bits (8 bytes a slot, 16 to 32 a key;
+ * 3 × 10^-7 for 5 × 10^6 lookups among 10^6 keys): for shortcuts that stay
+ * correct without it. HashedKeyMap keeps 80 and a 16-bit value (12 bytes a
+ * slot; 3 × 10^-12 there): for answers that must be right.
  */
 
 const SEED_A = 0x2545f491;
 const SEED_B = 0x9e3779b9;
 /** Slots at first at least (a power of two). */
 const MIN_SLOTS = 1 << 12;
+/** A map's value: the low half of its slot's third word (the high half is 16 more bits of hash). */
+const VALUE_MASK = 0xffff;
 
-/** The table under both: `hashWords` 32-bit words of a key's hash a slot (all 0: empty), then its value when `valued`. */
+/** The table under both: a slot is two 32-bit words of a key's hash (both 0: empty) and, in a map, a third: 16 bits more of it above the value. */
 class HashedTable {
   private table: Uint32Array;
   private slots: number;
   private readonly stride: number;
   private count = 0;
-  /** The words of the last key hashed (no array a call). */
+  /** The words of the last key hashed (no array a call); w3 the map's 16 more bits, its value bits 0. */
   private w1 = 0;
   private w2 = 0;
   private w3 = 0;
 
   constructor(
-    private readonly hashWords: 2 | 3,
+    /** A map (three words a slot) or a set (two). */
     private readonly valued: boolean,
     /** Keys expected: the table starts big enough for them (no doubling on the way, each a copy). */
     expected = 0,
     /** The most slots the table may have (rounded up to a power of two); a key that would need more is refused (put returns false). */
     private maxSlots = 2 ** 30,
   ) {
-    this.stride = hashWords + (valued ? 1 : 0);
+    this.stride = valued ? 3 : 2;
     this.maxSlots = MIN_SLOTS;
     while (this.maxSlots < maxSlots) this.maxSlots *= 2;
     this.slots = MIN_SLOTS;
-    while (this.slots < expected * 2 && this.slots < maxSlots) this.slots *= 2;
+    while (this.slots < expected * 2 && this.slots < this.maxSlots) this.slots *= 2;
     this.table = new Uint32Array(this.slots * this.stride);
   }
 
@@ -57,28 +59,27 @@ class HashedTable {
 
   /** The slot index of the key last hashed, or of the empty slot where it would go. */
   private find(): number {
-    const { table, stride, w1, w2, w3 } = this;
-    const three = this.hashWords === 3;
+    const { table, stride, w1, w2, w3, valued } = this;
     const mask = this.slots - 1;
     // (Never more than half full: an empty slot ends every probe.)
     for (let i = w1 & mask; ; i = (i + 1) & mask) {
       const at = i * stride;
       const a = table[at] as number;
       const b = table[at + 1] as number;
-      if (a === w1 && b === w2 && (!three || table[at + 2] === w3)) return at;
+      if (a === w1 && b === w2 && (!valued || ((table[at + 2] as number) & ~VALUE_MASK) >>> 0 === w3)) return at;
       if (a === 0 && b === 0) return at;
     }
   }
 
-  /** Whether the key s[from..] + suffix is held; with a value, that value or -1. */
+  /** Whether the key s[from..] + suffix is held; in a map, its value, else 0; -1 when not held. */
   lookUp(s: string, from = 0, suffix = ''): number {
     this.hash(s, from, suffix);
     const at = this.find();
     if (this.table[at] === 0 && this.table[at + 1] === 0) return -1;
-    return this.valued ? (this.table[at + this.hashWords] as number) : 0;
+    return this.valued ? (this.table[at + 2] as number) & VALUE_MASK : 0;
   }
 
-  /** Holds `key` (with `value`); false when the table would need more than maxSlots. */
+  /** Holds `key` (in a map with `value`, 0 to 65,535); false when the table would need more than maxSlots. */
   put(key: string, value = 0): boolean {
     this.hash(key);
     let at = this.find();
@@ -90,10 +91,9 @@ class HashedTable {
       }
       this.table[at] = this.w1;
       this.table[at + 1] = this.w2;
-      if (this.hashWords === 3) this.table[at + 2] = this.w3;
       this.count += 1;
     }
-    if (this.valued) this.table[at + this.hashWords] = value;
+    if (this.valued) this.table[at + 2] = (this.w3 | (value & VALUE_MASK)) >>> 0;
     return true;
   }
 
@@ -107,9 +107,8 @@ class HashedTable {
       if (old[i] === 0 && old[i + 1] === 0) continue;
       this.w1 = old[i] as number;
       this.w2 = old[i + 1] as number;
-      this.w3 = old[i + 2] as number;
-      const at = this.find();
-      this.table.set(old.subarray(i, i + stride), at);
+      this.w3 = this.valued ? ((old[i + 2] as number) & ~VALUE_MASK) >>> 0 : 0;
+      this.table.set(old.subarray(i, i + stride), this.find());
     }
     [this.w1, this.w2, this.w3] = [w1, w2, w3];
   }
@@ -118,7 +117,7 @@ class HashedTable {
    * The hash words of the string s from `from` on followed by `suffix`
    * (a key made of parts is hashed without being made): cyrb53's steps
    * under two seeds at once, a1 a2 b1 b2 after its finish; the words a1, b1
-   * and, for three, a2. Never all 0.
+   * and, in a map, 16 bits of a2 ^ b2. Never both first words 0.
    */
   private hash(s: string, from = 0, suffix = ''): void {
     let a1 = 0xdeadbeef ^ SEED_A;
@@ -140,13 +139,13 @@ class HashedTable {
     this.w1 = a1 >>> 0;
     this.w2 = b1 >>> 0;
     if (this.w1 === 0 && this.w2 === 0) this.w2 = 1;
-    this.w3 = this.hashWords === 3 ? (a2 ^ b2) >>> 0 : 0;
+    this.w3 = this.valued ? ((a2 ^ b2) & ~VALUE_MASK) >>> 0 : 0;
   }
 }
 
 /** A set of strings as 64-bit hashes (see the top of this file). */
 export class HashedKeySet {
-  private readonly table = new HashedTable(2, false);
+  private readonly table = new HashedTable(false);
 
   get size(): number {
     return this.table.size;
@@ -166,7 +165,7 @@ export class HashedKeySet {
   }
 }
 
-/** A map of strings to 32-bit unsigned values, keys as 96-bit hashes (see the top of this file), of at most maxKeys keys. */
+/** A map of strings to 16-bit unsigned values, keys as 80-bit hashes (see the top of this file), of at most maxKeys keys. */
 export class HashedKeyMap {
   private readonly table: HashedTable;
 
@@ -176,7 +175,7 @@ export class HashedKeyMap {
     /** Keys held at most (as the table's slots are a power of two, up to 2^k - 1 more): set refuses more. */
     readonly maxKeys: number,
   ) {
-    this.table = new HashedTable(3, true, expected, 2 * maxKeys);
+    this.table = new HashedTable(true, expected, 2 * maxKeys);
   }
 
   get size(): number {
@@ -189,7 +188,7 @@ export class HashedKeyMap {
     return v === -1 ? undefined : v;
   }
 
-  /** Sets `key` to `value` (0 to 2^32 - 1); false, and nothing set, when that would be a key over maxKeys. */
+  /** Sets `key` to `value` (0 to 65,535); false, and nothing set, when that would be a key over maxKeys. */
   set(key: string, value: number): boolean {
     return this.table.put(key, value);
   }
