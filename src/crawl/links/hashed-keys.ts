@@ -23,6 +23,8 @@ const VALUE_MASK = 0xffff;
 class HashedTable {
   private table: Uint32Array;
   private slots: number;
+  /** The most slots the table may have (a power of two). */
+  private readonly maxSlots: number;
   private readonly stride: number;
   private count = 0;
   /** The words of the last key hashed (no array a call); w3 the map's 16 more bits, its value bits 0. */
@@ -36,11 +38,12 @@ class HashedTable {
     /** Keys expected: the table starts big enough for them (no doubling on the way, each a copy). */
     expected = 0,
     /** The most slots the table may have (rounded up to a power of two); a key that would need more is refused (put returns false). */
-    private maxSlots = 2 ** 30,
+    slotsAtMost = 2 ** 30,
   ) {
     this.stride = valued ? 3 : 2;
-    this.maxSlots = MIN_SLOTS;
-    while (this.maxSlots < maxSlots) this.maxSlots *= 2;
+    let most = MIN_SLOTS;
+    while (most < slotsAtMost) most *= 2;
+    this.maxSlots = most;
     this.slots = MIN_SLOTS;
     while (this.slots < expected * 2 && this.slots < this.maxSlots) this.slots *= 2;
     this.table = new Uint32Array(this.slots * this.stride);
