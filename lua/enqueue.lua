@@ -52,13 +52,19 @@ if #ARGV < 3 + 2 * g then raise('WEIR_BAD_ARGS', 'expected ' .. g .. ' (queue n)
 
 -- The queues and their item counts, all checked before anything is written;
 -- their ids in one read, their records with the meta fields (prefetch).
-local groups = {}
-local names = {}
+-- (Parallel arrays, a group's place in each, not a table a group: a
+-- kickoff's call is a thousand groups of one URL each.)
+local names, counts, limits = {}, {}, {}
 local n = 0
 for i = 1, g do
-  names[i] = str_arg(2 + 2 * i, 'queue name', MAX_NAME_BYTES, false)
-  groups[i] = { n = int_arg(3 + 2 * i, 'n', 1, MAX_PER_CALL) }
-  n = n + groups[i].n
+  -- (str_arg and int_arg where the common case is not plainly good:
+  -- a name of 1..MAX_NAME_BYTES bytes, a count of one.)
+  local name = ARGV[2 + 2 * i]
+  if name == nil or #name == 0 or #name > MAX_NAME_BYTES then str_arg(2 + 2 * i, 'queue name', MAX_NAME_BYTES, false) end
+  names[i] = name
+  local c = ARGV[3 + 2 * i] == '1' and 1 or int_arg(3 + 2 * i, 'n', 1, MAX_PER_CALL)
+  counts[i] = c
+  n = n + c
 end
 local qids = rcall('HMGET', K_QIDS, unpack(names))
 for i = 1, g do
@@ -95,18 +101,30 @@ end
 if lower and not creates then raise('WEIR_BAD_ARGS', "'lower' needs 'creates' (" .. usage .. ')') end
 -- A group's limits, checked where they may be used: its queue is unknown,
 -- or 'lower' may tighten it. (A rate of '' is none.)
+-- (Groups of the same limits share one, checked once: a kickoff's batch
+-- is most often a thousand new queues of one or a few limits.)
+local limits_seen = {}
 local function create_of(i)
   local a = creates and creates + 2 * (i - 1)
   if not a or ARGV[a] == '' then return nil end
-  return { rate_s = ARGV[a], iv = rate_interval(ARGV[a], 'created on enqueue'), cap = int_arg(a + 1, 'maxInFlight', 0, MAX_IN_FLIGHT) }
+  local rate_s, cap_s = ARGV[a], ARGV[a + 1]
+  local by_cap = limits_seen[rate_s]
+  local c = by_cap and by_cap[cap_s]
+  if c then return c end
+  c = { rate_s = rate_s, iv = rate_interval(rate_s, 'created on enqueue'), cap = int_arg(a + 1, 'maxInFlight', 0, MAX_IN_FLIGHT) }
+  if not by_cap then
+    by_cap = {}
+    limits_seen[rate_s] = by_cap
+  end
+  by_cap[cap_s] = c
+  return c
 end
 for i = 1, g do
-  if not qids[i] or lower then groups[i].create = create_of(i) end
+  if not qids[i] or lower then limits[i] = create_of(i) end
   if not qids[i] then
-    if not groups[i].create then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
+    if not limits[i] then raise('WEIR_UNKNOWN_QUEUE', 'queue ' .. names[i] .. ' has no limits set; call setLimits first') end
     if sfind(names[i], '\0', 1, true) then raise('WEIR_BAD_ARGS', 'queue name must not hold a NUL byte') end
   end
-  groups[i].qid = qids[i]
 end
 for i = first_item, first_pos - 1 do
   if #ARGV[i] > MAX_ITEM_BYTES then raise('WEIR_ITEM_TOO_LARGE', 'item ' .. (i - first_item + 1) .. ' is over ' .. MAX_ITEM_BYTES .. ' bytes') end
@@ -129,25 +147,26 @@ local now = nil
 -- (Queues that become ready, into `ready` together after the loop.)
 local ready_adds = {}
 local i = 0
-for gi, grp in ipairs(groups) do
+for gi = 1, g do
   -- (A queue named twice in one call is created by its first group.)
-  local create = grp.create
-  if not grp.qid then
+  local create = limits[gi]
+  local qid = qids[gi]
+  if not qid then
     -- (The name index was read above: only this call's own new queues are not in it.)
-    grp.qid = qid_made(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
+    qid = qid_made(names[gi]) or qcreate(names[gi], create.rate_s, create.iv, create.cap)
   elseif lower and create then
-    qlower(grp.qid, qfetch(grp.qid), create.rate_s, create.iv, create.cap)
+    qlower(qid, qfetch(qid), create.rate_s, create.iv, create.cap)
   end
-  local st = qfetch(grp.qid)
+  local st = qfetch(qid)
   -- Only an empty queue can change place by getting items (schedule.lua's
   -- activate): a queue with items is already where it belongs.
   local was_empty = st.q == 0
   local here = 0
   local first = i + 1
-  for _ = 1, grp.n do
+  for _ = 1, counts[gi] do
     i = i + 1
     if is_new(i) then
-      if not front then push_tail(grp.qid, st, ARGV[first_item + i - 1]) end
+      if not front then push_tail(qid, st, ARGV[first_item + i - 1]) end
       here = here + 1
       flags[i] = '1'
     else
@@ -158,13 +177,13 @@ for gi, grp in ipairs(groups) do
   -- (push_front counts each in the arena's `queued` itself.)
   if front then
     for j = i, first, -1 do
-      if flags[j] == '1' then push_front(grp.qid, st, ARGV[first_item + j - 1], 0, '') end
+      if flags[j] == '1' then push_front(qid, st, ARGV[first_item + j - 1], 0, '') end
     end
   end
   if here > 0 then
     if was_empty then
       now = now or now_us()
-      if activate_parked(grp.qid, now, ready_adds) then woke = true end
+      if activate_parked(qid, now, ready_adds) then woke = true end
     end
     added = added + here
   end

@@ -345,6 +345,24 @@ describe('enqueue', () => {
     assert.deepEqual(rows, [['free', 'unlimited', 5, 1], ['known', 4, 2, 1], ['new', 3, 1, 1]]);
   });
 
+  it("the script's 'creates' in one call: groups sharing a rate or a cap each keep their own pair (the script checks each pair once a call); a bad cap after a good one of the same rate is refused", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, {});
+    const runner = new ScriptRunner(fx.redis);
+    const keys = arenaKeys('weir', arena);
+    const names = ['a', 'b', 'c', 'd', 'e'];
+    const pairs = [3, 1, 3, 2, 5, 1, 3, 1, 'unlimited', 2];
+    await assert.rejects(runner.run('enqueue', keys, [1, 0, 2, 'a', 1, 'b', 1, 'a1', 'b1', 'creates', 3, 1, 3, -1]), { code: 'WEIR_BAD_ARGS' });
+    await assert.rejects(runner.run('enqueue', keys, [1, 0, 2, 'a', 1, 'b', 1, 'a1', 'b1', 'creates', 3, 1, 'x', 1]), { code: 'WEIR_BAD_RATE' });
+    assert.equal((await q.stats(arena)).queues, 0, 'nothing written by a refused call');
+    // (A group of two items among groups of one: the count's own path.)
+    const args = [1, 0, 5, 'a', 1, 'b', 2, 'c', 1, 'd', 1, 'e', 1, 'a1', 'b1', 'b2', 'c1', 'd1', 'e1', 'creates', ...pairs];
+    assert.equal(String(await runner.run('enqueue', keys, args)), '111111');
+    const rows = (await q.allQueueStats(arena)).map((x) => [x.name, x.rate, x.maxInFlight, x.queued]).sort();
+    assert.deepEqual(rows, names.map((n, i) => [n, pairs[2 * i], pairs[2 * i + 1], n === 'b' ? 2 : 1]));
+  });
+
   it('a bad create spec is refused before anything is written', async () => {
     const q = fx.queue();
     const arena = freshArena();
