@@ -99,14 +99,19 @@ do
     if bits % 512 ~= 0 then raise('WEIR_BAD_ARGS', 'positions in block form need a bitmap of whole 512-bit blocks') end
     local bfmt = '>I4' .. string.rep('H', k)
     local blocks = {}
+    -- (A span of whole blocks, as configureDedupe makes it unless told
+    -- otherwise: an offset in its block and the block in the span is every
+    -- position in it, checked once an item, not once a position.)
+    local whole = span % 512 == 0
     for i = 1, n do
       local arg = ARGV[first + i - 1]
       if #arg ~= 4 + 2 * k then raise('WEIR_BAD_ARGS', 'item ' .. i .. ': its positions in block form must be ' .. (4 + 2 * k) .. ' bytes') end
       local v = { sunpack(bfmt, arg) }
       local base = v[1] * 512
+      local limit = whole and (base < span and 512 or 0) or span - base
       for h = 2, k + 1 do
         local o = v[h]
-        if o >= 512 or base + o >= span then
+        if o >= 512 or o >= limit then
           raise('WEIR_BAD_ARGS', 'bit position ' .. fmt(base + o) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits (or its offset is past its block)')
         end
       end
@@ -170,26 +175,30 @@ do
   -- highest: offset o is bit 7 - o % 8 of byte o // 8.
   local function set_blocks(plan)
     local sbyte, schar = string.byte, string.char
+    -- (Locals, not the upvalues: a register is read in no step of its own,
+    -- and the loop below reads them 14 times an item.)
+    local byte_of, bit_of, with_bit = BYTE_OF, BIT_OF, WITH_BIT
     local k = plan.k
     local fresh, flipped = {}, 0
     for i = 1, plan.n do
       local v = plan.blocks[i]
       local at = v[1]
-      local old = rcall('GETRANGE', K_DEDUPE, fmt(at), fmt(at + 63))
+      local at_s = fmt(at)
+      local old = rcall('GETRANGE', K_DEDUPE, at_s, fmt(at + 63))
       local bytes = { sbyte(old, 1, 64) }
       for j = #old + 1, 64 do bytes[j] = 0 end
       local set = 0
       for h = 2, k + 1 do
         local o = v[h]
-        local b = BYTE_OF[o]
+        local b = byte_of[o]
         local byte = bytes[b]
-        local with = WITH_BIT[byte * 8 + BIT_OF[o]]
+        local with = with_bit[byte * 8 + bit_of[o]]
         if with ~= byte then
           bytes[b] = with
           set = set + 1
         end
       end
-      if set > 0 then rcall('SETRANGE', K_DEDUPE, fmt(at), schar(unpack(bytes))) end
+      if set > 0 then rcall('SETRANGE', K_DEDUPE, at_s, schar(unpack(bytes))) end
       flipped = flipped + set
       fresh[i] = set > 0
     end

@@ -148,4 +148,29 @@ describe('dedupe positions in block form', () => {
     await assert.rejects(runner.run('enqueue', keys, [1, 'b0', 1, 'a', 1, 'u1']), { code: 'WEIR_BAD_ARGS' }, 'block form of no positions');
     assert.equal(await snapshot(), before);
   });
+
+  it('a span that ends inside a block (a shard told it by configureDedupe): positions up to its last bit taken, one past it refused', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    const runner = new ScriptRunner(fx.redis);
+    const keys = arenaKeys('weir', arena);
+    // (Positions are given in a span of 2,148 bits, block 4 holding its last 100; this shard's part is 2,048: position p is its bit p mod 2,048.)
+    await runner.run('configureDedupe', keys, [512 * 4, 2, 512 * 4 + 100]);
+    const entry = (block: number, ...offsets: number[]): Buffer => {
+      const b = Buffer.alloc(4 + 2 * offsets.length);
+      b.writeUInt32BE(block, 0);
+      offsets.forEach((o, i) => b.writeUInt16BE(o, 4 + 2 * i));
+      return b;
+    };
+    for (const [what, bad] of [
+      ['an offset past the span', entry(4, 3, 100)],
+      ['a block past the span', entry(5, 3, 4)],
+    ] as const) {
+      await assert.rejects(runner.run('enqueue', keys, [1, 'b2', 1, 'a', 2, 'u1', 'u2', entry(1, 3, 4), bad]), { code: 'WEIR_BAD_ARGS' }, what);
+    }
+    assert.equal((await q.stats(arena)).queued, 0);
+    assert.equal(String(await runner.run('enqueue', keys, [1, 'b2', 1, 'a', 2, 'u1', 'u2', entry(1, 3, 4), entry(4, 0, 99)])), '11');
+    assert.equal(String(await runner.run('enqueue', keys, [1, 'b2', 1, 'a', 1, 'u3', entry(0, 0, 99)])), '0', 'block 4 is this shard\'s block 0: its bits were set');
+  });
 });
