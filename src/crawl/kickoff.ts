@@ -124,14 +124,24 @@ async function prepareArena(redis: RedisClient, seed: Seed, queue: FairQueue): P
 }
 
 /**
+ * Domains the check pass knows were listed here, at most: 2^22 slots of 8
+ * bytes, 32 MiB, whatever the list's size (a 10^7-domain list would take
+ * 2^25 slots, 256 MiB, against the kickoff's 200 MB bound). Past them a
+ * domain is not held, and its start URLs are placed by asking Redis, as
+ * those of domains earlier kickoffs listed are.
+ */
+const LISTED_HERE_MAX_KEYS = 2_000_000;
+
+/**
  * The check pass's judge of start URL lines. With defaultRate every URL has
  * a place, its listed domain or one of its own, so the check needs only to
  * parse each line and asks Redis nothing (the domain list is looked up once
  * a URL, when it is queued); without one, a URL no list names is a bad line.
  * A URL under a domain this kickoff's own domain files listed has a place
- * too, known without Redis (`listedHere`, cleared after the check pass: a
- * 64-bit hash match, wrong about 3 × 10^-7 of kickoffs at 10^6 domains, and
- * then only in counting a bad line as good): only the others are placed,
+ * too, known without Redis (`listedHere`, up to LISTED_HERE_MAX_KEYS of
+ * them, cleared after the check pass: a 64-bit hash match, wrong about
+ * 3 × 10^-7 of kickoffs at 10^6 domains, and then only in counting a bad
+ * line as good): only the others are placed,
  * asking Redis about the domains earlier kickoffs listed. Which domain each
  * URL goes to (the longest key listed, maybe by an earlier kickoff) is asked
  * once, when it is queued.
@@ -230,7 +240,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   for (const file of seed.domainFiles) domainChecks.push(await checkLineFile('domainFiles', file, domainLineJudge(seed.maxInFlightPerDomain), 'domain,rate[,maxInFlight] lines'));
   // Without domain lists or with defaultRate, start files are read through before anything is written too.
   const place = placer(scope, seed);
-  const listedHere = new HashedKeySet();
+  const listedHere = new HashedKeySet(LISTED_HERE_MAX_KEYS);
   const checkJudge = startCheckJudge(seed, place, listedHere);
   const startChecks: LineFileCheck[] = [];
   const checkStarts = async (): Promise<void> => {

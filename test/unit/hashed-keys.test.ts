@@ -17,6 +17,18 @@ describe('HashedKeySet', () => {
     set.add('');
     assert.equal(set.has(''), true, 'the empty string is a key like any other');
   });
+
+  it('refuses a key over its most (the table never grows past it), and still holds those it took', () => {
+    const set = new HashedKeySet(5000);
+    // (5,000 keys at most: slots for twice that, rounded up to 2^14, half of them filled at most: 8,192.)
+    let held = 0;
+    for (let i = 0; i < 20_000; i++) if (set.add(`k${i}`)) held += 1;
+    assert.equal(held, 8192);
+    assert.equal(set.size, held);
+    assert.equal(set.add('k0'), true, 'a key it holds is held still');
+    assert.ok(Array.from({ length: held }, (_, i) => `k${i}`).every((k) => set.has(k)));
+    assert.equal(set.has(`k${held}`), false, 'the first key refused is not held');
+  });
 });
 
 describe('HashedKeyMap', () => {

@@ -146,9 +146,16 @@ class HashedTable {
   }
 }
 
-/** A set of strings as 64-bit hashes (see the top of this file). */
+/** A set of strings as 64-bit hashes (see the top of this file), of at most maxKeys keys when given. */
 export class HashedKeySet {
-  private readonly table = new HashedTable(false);
+  private readonly table: HashedTable;
+
+  constructor(
+    /** Keys held at most (as the table's slots are a power of two, up to 2^k - 1 more): add refuses more. */
+    readonly maxKeys = 2 ** 29,
+  ) {
+    this.table = new HashedTable(false, 0, 2 * maxKeys);
+  }
 
   get size(): number {
     return this.table.size;
@@ -159,8 +166,9 @@ export class HashedKeySet {
     this.table.clear();
   }
 
-  add(key: string): void {
-    this.table.put(key);
+  /** Holds `key`; false, and nothing held, when that would be a key over maxKeys. */
+  add(key: string): boolean {
+    return this.table.put(key);
   }
 
   has(key: string): boolean {
