@@ -99,19 +99,18 @@ do
     if bits % 512 ~= 0 then raise('WEIR_BAD_ARGS', 'positions in block form need a bitmap of whole 512-bit blocks') end
     local bfmt = '>I4' .. string.rep('H', k)
     local blocks = {}
-    -- (A span of whole blocks, as configureDedupe makes it unless told
-    -- otherwise: an offset in its block and the block in the span is every
-    -- position in it, checked once an item, not once a position.)
-    local whole = span % 512 == 0
     for i = 1, n do
       local arg = ARGV[first + i - 1]
       if #arg ~= 4 + 2 * k then raise('WEIR_BAD_ARGS', 'item ' .. i .. ': its positions in block form must be ' .. (4 + 2 * k) .. ' bytes') end
       local v = { sunpack(bfmt, arg) }
       local base = v[1] * 512
-      local limit = whole and (base < span and 512 or 0) or span - base
+      -- (Its offsets below the end of its block and of the span, one bound
+      -- an item: none when the block starts past the span.)
+      local limit = span - base
+      if limit > 512 then limit = 512 end
       for h = 2, k + 1 do
         local o = v[h]
-        if o >= 512 or o >= limit then
+        if o >= limit then
           raise('WEIR_BAD_ARGS', 'bit position ' .. fmt(base + o) .. ' is outside the bitmap of ' .. fmt(span) .. ' bits (or its offset is past its block)')
         end
       end

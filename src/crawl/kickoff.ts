@@ -124,8 +124,9 @@ async function prepareArena(redis: RedisClient, seed: Seed, queue: FairQueue): P
 }
 
 /**
- * Domains the check pass knows were listed here, at most: 2^22 slots of 8
- * bytes, 32 MiB, whatever the list's size (a 10^7-domain list would take
+ * Domains the check pass knows were listed here, at most (2^21 in fact,
+ * the table's slots being a power of two): 2^22 slots of 8 bytes, 32 MiB,
+ * whatever the list's size (a 10^7-domain list would take
  * 2^25 slots, 256 MiB, against the kickoff's 200 MB bound). Past them a
  * domain is not held, and its start URLs are placed by asking Redis, as
  * those of domains earlier kickoffs listed are.
@@ -141,8 +142,8 @@ const LISTED_HERE_MAX_KEYS = 2_000_000;
  * too, known without Redis (`listedHere`, up to LISTED_HERE_MAX_KEYS of
  * them, cleared after the check pass: a 64-bit hash match, wrong about
  * 3 × 10^-7 of kickoffs at 10^6 domains, and then only in counting a bad
- * line as good): only the others are placed,
- * asking Redis about the domains earlier kickoffs listed. Which domain each
+ * line as good): only the others are placed, asking Redis about the
+ * domains earlier kickoffs listed. Which domain each
  * URL goes to (the longest key listed, maybe by an earlier kickoff) is asked
  * once, when it is queued.
  */
