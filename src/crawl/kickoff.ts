@@ -224,6 +224,13 @@ async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: 
   return out;
 }
 
+export interface KickoffOptions {
+  /** Resolves start URLs' hosts for perServer (the crawler's guarded DNS unless given). */
+  lookup?: LookupFunction | undefined;
+  /** The most domains the check pass holds as listed here (LISTED_HERE_MAX_KEYS unless given: a test makes it small). */
+  listedHereMax?: number;
+}
+
 /**
  * Seeds an arena: stores the seed, sets each domain's limits (inline and
  * from domain files; in an arena with no queue yet, a listed domain's queue
@@ -233,7 +240,7 @@ async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: 
  * made with their domains' limits. A file with too many bad lines is
  * refused before anything is queued (a domain file: before anything is written).
  */
-export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis), options: { lookup?: LookupFunction | undefined } = {}): Promise<KickoffResult> {
+export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQueue(redis), options: KickoffOptions = {}): Promise<KickoffResult> {
   const keys = crawlKeys(seed.arena, queue);
   const list = hasDomainList(seed) ? new DomainList(redis, keys.domainList, KICKOFF_CACHE) : null;
   const scope = new Scope(seed, list);
@@ -241,7 +248,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
   for (const file of seed.domainFiles) domainChecks.push(await checkLineFile('domainFiles', file, domainLineJudge(seed.maxInFlightPerDomain), 'domain,rate[,maxInFlight] lines'));
   // Without domain lists or with defaultRate, start files are read through before anything is written too.
   const place = placer(scope, seed);
-  const listedHere = new HashedKeySet(LISTED_HERE_MAX_KEYS);
+  const listedHere = new HashedKeySet(options.listedHereMax ?? LISTED_HERE_MAX_KEYS);
   const checkJudge = startCheckJudge(seed, place, listedHere);
   const startChecks: LineFileCheck[] = [];
   const checkStarts = async (): Promise<void> => {

@@ -184,6 +184,46 @@ describe('domain files', () => {
     assert.deepEqual((await rows('domainfiles-raced')).filter((r) => String(r[0]).startsWith('www.') || r[0] === 'a.example.test'), [['a.example.test', 2, 2, 1], ['www.a.example.test', 9, 1, 1]]);
   });
 
+  it("past the most domains its check pass holds as listed here, a kickoff's own domains' start URLs are placed by asking Redis: every one queued with its listed limits, none called bad", async () => {
+    const domains = join(world.dir, 'bound.csv');
+    // (More than the fewest a set holds, 2,048: its table's least size.)
+    const n = 3000;
+    await writeFile(domains, Array.from({ length: n }, (_, i) => `f${i}.test,${1 + (i % 3)}`).join('\n'));
+    const starts = join(world.dir, 'bound.txt');
+    await writeFile(starts, [...Array.from({ length: n }, (_, i) => `http://f${i}.test/a`), 'http://nowhere.test/'].join('\n'));
+    // A kickoff into an arena whose list holds a domain already (so the list is not held here: the check pass's set is what knows this kickoff's domains), counting the bytes of the list's fields its check pass asked.
+    const run = async (arena: string, listedHereMax?: number): Promise<{ fields: number; bad: number; enqueued: number }> => {
+      const queue = new FairQueue(world.redis);
+      await world.redis.hset(crawlKeys(arena, queue).domainList, 'unrelated.test', '1 1');
+      const client = world.redis.duplicate();
+      let fields = 0;
+      let queuing = false;
+      const send = client.sendCommand.bind(client);
+      client.sendCommand = ((cmd: Parameters<typeof send>[0]) => {
+        // (Before the first enqueue: the check pass's. Its fields are encoded with the command, not left in its args: sendEncoded.)
+        if (cmd.name.toLowerCase() === 'fcall' && String(cmd.args[0]).endsWith('_enqueue')) queuing = true;
+        if (!queuing && cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':domainlist')) fields += Buffer.byteLength((cmd as unknown as { toWritable(): string | Buffer }).toWritable());
+        return send(cmd);
+      });
+      try {
+        const r = await kickoff(client, validateSeed({ arena, domainFiles: [domains], startFiles: [starts] }), new FairQueue(client), { listedHereMax });
+        return { fields, bad: r.files.bad, enqueued: r.files.enqueued };
+      } finally {
+        client.disconnect();
+      }
+    };
+    const held = await run('domainfiles-bound-all');
+    const bounded = await run('domainfiles-bound-20', 20);
+    assert.deepEqual([held.bad, held.enqueued, bounded.bad, bounded.enqueued], [1, n, 1, n]);
+    // (Held, the check pass asks about nowhere.test alone; bounded, about the 952 or more URLs whose domains it could not hold too, some 20 bytes each. The first batches' asks when queued come before anything is queued as well, in both.)
+    assert.ok(bounded.fields - held.fields > 952 * 20, `the check pass asked Redis ${bounded.fields} bytes of fields bounded, ${held.fields} with all held`);
+    const limits = async (arena: string): Promise<(string | number)[][]> =>
+      (await new FairQueue(world.redis).allQueueStats(arena)).filter((q) => q.queued > 0).map((q) => [q.name, q.rate, q.queued]).sort();
+    const expected = Array.from({ length: n }, (_, i) => [`f${i}.test`, 1 + (i % 3), 1]).sort();
+    assert.deepEqual(await limits('domainfiles-bound-20'), expected);
+    assert.deepEqual(await limits('domainfiles-bound-all'), expected);
+  });
+
   it("in an arena with no queue yet a listed domain's queue is made by its first URL, start URL or link, with its listed limits; a later kickoff makes or sets every listed domain's", async () => {
     const arena = 'domainfiles-first';
     const domains = join(world.dir, 'first.csv');
