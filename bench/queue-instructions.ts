@@ -32,13 +32,22 @@ import { noopRunner } from '../test/helpers/noop.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
+/**
+ * The redis-server counted: BENCH_REDIS_SERVER, else the one on PATH. A
+ * build with symbols (Redis's own source, `make OPTIMIZATION="-O2 -g"`)
+ * lets `callgrind_annotate` name the functions of Lua and of Redis in the
+ * dumps that BENCH_KEEP=1 keeps (docs/benchmarks.md, "Where a call's
+ * instructions go"); Debian's binary is stripped.
+ */
+const REDIS_SERVER = process.env.BENCH_REDIS_SERVER ?? 'redis-server';
+
 const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 
 /** A redis-server under callgrind, instrumentation off until `count` runs. */
 async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () => Promise<void>): Promise<number>; stop(): Promise<void> }> {
   const port = await freePort();
   const out = join(dir, 'cg.out');
-  const proc = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const proc = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, REDIS_SERVER, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   // (Valgrind takes a few seconds to start it.)
   for (let i = 0; spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() !== 'PONG'; i++) {
     if (i > 150) {
@@ -234,5 +243,6 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
     seedClient.disconnect();
     await server.stop();
     if (!process.env.BENCH_KEEP) rmSync(dir, { recursive: true, force: true });
+    else out('callgrind dumps kept', dir, 'one dump a case, in the order above (cg.out.1, cg.out.2, …)');
   }
 }
