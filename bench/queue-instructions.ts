@@ -101,7 +101,7 @@ async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () =
  * as a kickoff of 10⁶ domains meets after its first batches: an empty
  * arena's first 512 names sit in a listpack (Redis's hash-max-listpack-entries
  * here), which every lookup scans, and a count from empty paid for that
- * (a fifth more per URL for a kickoff of 1,000).
+ * (over a quarter more per URL for a kickoff of 1,000).
  */
 async function kickoffCase(server: Awaited<ReturnType<typeof startCounted>>, q: FairQueue, seed: SeedDesignQueue, out: Out, n: number): Promise<void> {
   const bits = 512 * 20_000;

@@ -227,7 +227,7 @@ async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: 
 export interface KickoffOptions {
   /** Resolves start URLs' hosts for perServer (the crawler's guarded DNS unless given). */
   lookup?: LookupFunction | undefined;
-  /** The most domains the check pass holds as listed here (LISTED_HERE_MAX_KEYS unless given: a test makes it small). */
+  /** The most domains the check pass holds as listed here (LISTED_HERE_MAX_KEYS unless given: a test makes it small; the set holds 2,048 whatever is given, its table's least size). */
   listedHereMax?: number;
 }
 
