@@ -14,7 +14,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
-import { kickoff } from '../../src/crawl/kickoff.js';
+import type { Command } from 'ioredis';
+import { kickoff, type KickoffOptions } from '../../src/crawl/kickoff.js';
 import { ByDomain, DomainList, enqueueUrls, Scope } from '../../src/crawl/links/index.js';
 import { crawlKeys, queuedUrl } from '../../src/crawl/store/index.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed/index.js';
@@ -38,9 +39,14 @@ function rng(seed: number): () => number {
 
 /**
  * Kicks `seed` off through a client that counts the HMGETs of the arena's
- * domain list; `before` may do something first (awaited) as a command goes.
+ * domain list; `before` sees each command as it goes and may do something
+ * first (awaited).
  */
-async function kickoffCounted(seed: ReturnType<typeof validateSeed>, before: (cmd: { name: string }) => Promise<unknown> | undefined = () => undefined): Promise<{ reads: number; bad: number; enqueued: number }> {
+async function kickoffCounted(
+  seed: ReturnType<typeof validateSeed>,
+  before: (cmd: Command) => Promise<unknown> | undefined = () => undefined,
+  options: KickoffOptions = {},
+): Promise<{ reads: number; bad: number; enqueued: number }> {
   const client = world.redis.duplicate();
   let reads = 0;
   const send = client.sendCommand.bind(client);
@@ -50,7 +56,7 @@ async function kickoffCounted(seed: ReturnType<typeof validateSeed>, before: (cm
     return first ? first.then(() => send(cmd)) : send(cmd);
   });
   try {
-    const r = await kickoff(client, seed);
+    const r = await kickoff(client, seed, undefined, options);
     return { reads, bad: r.files.bad, enqueued: r.files.enqueued };
   } finally {
     client.disconnect();
@@ -193,24 +199,20 @@ describe('domain files', () => {
     await writeFile(starts, [...Array.from({ length: n }, (_, i) => `http://f${i}.test/a`), 'http://nowhere.test/'].join('\n'));
     // A kickoff into an arena whose list holds a domain already (so the list is not held here: the check pass's set is what knows this kickoff's domains), counting the bytes of the list's fields its check pass asked.
     const run = async (arena: string, listedHereMax?: number): Promise<{ fields: number; bad: number; enqueued: number }> => {
-      const queue = new FairQueue(world.redis);
-      await world.redis.hset(crawlKeys(arena, queue).domainList, 'unrelated.test', '1 1');
-      const client = world.redis.duplicate();
+      await world.redis.hset(crawlKeys(arena, new FairQueue(world.redis)).domainList, 'unrelated.test', '1 1');
       let fields = 0;
       let queuing = false;
-      const send = client.sendCommand.bind(client);
-      client.sendCommand = ((cmd: Parameters<typeof send>[0]) => {
-        // (Before the first enqueue: the check pass's. Its fields are encoded with the command, not left in its args: sendEncoded.)
-        if (cmd.name.toLowerCase() === 'fcall' && String(cmd.args[0]).endsWith('_enqueue')) queuing = true;
-        if (!queuing && cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':domainlist')) fields += Buffer.byteLength((cmd as unknown as { toWritable(): string | Buffer }).toWritable());
-        return send(cmd);
-      });
-      try {
-        const r = await kickoff(client, validateSeed({ arena, domainFiles: [domains], startFiles: [starts] }), new FairQueue(client), { listedHereMax });
-        return { fields, bad: r.files.bad, enqueued: r.files.enqueued };
-      } finally {
-        client.disconnect();
-      }
+      const r = await kickoffCounted(
+        validateSeed({ arena, domainFiles: [domains], startFiles: [starts] }),
+        (cmd) => {
+          // (Before the first enqueue: the check pass's. Its fields are encoded with the command, not left in its args: sendEncoded.)
+          if (cmd.name.toLowerCase() === 'fcall' && String(cmd.args[0]).endsWith('_enqueue')) queuing = true;
+          if (!queuing && cmd.name.toLowerCase() === 'hmget' && String(cmd.args[0]).endsWith(':domainlist')) fields += Buffer.byteLength(cmd.toWritable({}));
+          return undefined;
+        },
+        { listedHereMax },
+      );
+      return { fields, bad: r.bad, enqueued: r.enqueued };
     };
     const held = await run('domainfiles-bound-all');
     const bounded = await run('domainfiles-bound-20', 20);
