@@ -14,6 +14,7 @@ import { describe, it } from 'node:test';
 import { Redis, type Cluster } from 'ioredis';
 import { kickoff } from '../../src/crawl/kickoff.js';
 import { validateSeed } from '../../src/crawl/seed/seed.js';
+import { WORKER_DEFAULTS } from '../../src/crawl/worker-options.js';
 import { FairQueue, type ShardLayout } from '../../src/queue/index.js';
 import { shardOf } from '../../src/queue/internal.js';
 import { connectRedis } from '../../src/redis.js';
@@ -99,6 +100,20 @@ function fetchedPages(log: RecordedRequest[], sites: number): { perSite: number[
   return { perSite, repeats };
 }
 
+/**
+ * Each page fetched more than once, with its fetches' times from `zeroMs`,
+ * and whether its site's shard was on a master in `on` (by site name).
+ */
+function repeatTimes(log: RecordedRequest[], zeroMs: number, on: Set<string>): string {
+  const times = new Map<string, number[]>();
+  for (const r of log) if (r.path !== '/robots.txt') times.set(`${r.site}${r.path}`, [...(times.get(`${r.site}${r.path}`) ?? []), r.at - zeroMs]);
+  const site = (page: string): string => page.slice(0, page.indexOf('/'));
+  return [...times]
+    .filter(([, at]) => at.length > 1)
+    .map(([page, at]) => `${page} at ${at.map((ms) => `${ms >= 0 ? '+' : ''}${ms.toFixed(0)}`).join(', ')} ms${on.has(site(page)) ? " (the dead master's)" : ''}`)
+    .join('; ');
+}
+
 /** Commands each master has processed so far. */
 async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
@@ -181,6 +196,9 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       const masters = await cluster.masterPorts();
       const victim = cluster.nodes.find((n) => n.port === masters[1]);
       assert.ok(victim);
+      const layout = await new FairQueue(cluster.client()).layout('fo');
+      const victims = new Set<string>();
+      for (const [i, key] of c.keys.entries()) if ((await masterOf(cluster.client(), layout, key)).endsWith(`:${victim.port}`)) victims.add(`s${i}`);
       await victim.stop('SIGKILL');
       const { requests: killedAt, at: killedAtMs } = await c.web.counts();
       assert.deepEqual(await Promise.all(workers.map(exited)), new Array<number>(WORKERS).fill(0));
@@ -189,17 +207,26 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       const log = await c.web.log();
       const { perSite, repeats } = fetchedPages(log, SITES);
       assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
-      // What may be fetched twice: a lease of the dead master's shards whose
-      // dequeue or commit it acknowledged but had not passed to its replica,
-      // or whose commit failed while the slot had no master. Each worker lane
-      // holds one lease at a time, so at most one such page per lane.
-      assert.ok(repeats <= WORKERS * CONCURRENCY, `${repeats} pages fetched twice`);
+      // What may be fetched twice: a page whose lease ended while its commit
+      // or renewals could not get through. From the kill until a replica is
+      // promoted (the node timeout and an election: 2–3 s here, longer than
+      // these 2 s leases) the dead master's slots have no master, and once
+      // the master is marked failed the whole cluster refuses commands
+      // (cluster-require-full-coverage), so leases on live masters' shards
+      // can end too. A worker's client holds its calls meanwhile; the
+      // leases they were for come back as they end and are served again.
+      // At most every lease a worker holds at a time: each lane's own and
+      // the one it is committing, and its spare leases. (A take or commit the
+      // dead master acknowledged but had not yet passed to its replica, its
+      // replication a microsecond behind its reply here, is for one of these.)
+      const spares = Math.min(WORKER_DEFAULTS.spareLeases, CONCURRENCY - 1);
+      assert.ok(repeats <= WORKERS * (2 * CONCURRENCY + spares), `${repeats} pages fetched twice: ${repeatTimes(log, killedAtMs, victims)}`);
       for (let i = 0; i < SITES; i++) {
         const reqs = of(log, `s${i}`);
         const gap = smallestGap(reqs);
         assert.ok(gap >= 1000 / RATE, `site s${i}: ${gap.toFixed(1)} ms between requests (from the kill): ${requestTimes(reqs, killedAtMs)}`);
       }
-      t.diagnostic(`master on ${masters[1]} killed after ${killedAt} requests; ${repeats} pages fetched twice`);
+      t.diagnostic(`master on ${masters[1]} killed after ${killedAt} requests; ${repeats} pages fetched twice${repeats ? `: ${repeatTimes(log, killedAtMs, victims)}` : ''}`);
     } finally {
       await c.cleanup();
       await cluster.destroy();
