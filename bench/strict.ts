@@ -31,7 +31,7 @@ export async function strictBenchmarks(out: Out, dir: string): Promise<void> {
   ];
   for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
     const r = await strictCrawl(s);
-    if (process.env.STRICT_DETAIL) for (const line of refusals(r.arrivals)) process.stderr.write(`refused ${line}\n`);
+    if (process.env.STRICT_DETAIL) for (const line of refusals(r)) process.stderr.write(`refused ${line}\n`);
     const refused = r.refused.reduce((a, b) => a + b, 0);
     const gaps = r.smallestGap.filter(Number.isFinite).sort((a, b) => a - b);
     out(

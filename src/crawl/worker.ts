@@ -103,7 +103,10 @@ export class CrawlWorker {
     });
     this.pauses = new PauseNotes(redis, this.keys);
     const cache = new RobotsCache(redis, this.keys);
-    this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name), realClock, seed.sendMarginMs);
+    // (At debug, each write: when it was held to and when it went, epoch ms.)
+    const epoch = (localMs: number): number => Math.round((performance.timeOrigin + localMs) * 1000) / 1000;
+    const traceWrite = log?.isLevelEnabled('debug') ? (lease: Lease, plannedAt: number, wroteAt: number) => log.debug({ url: decodeItem(lease.item)?.url, queue: lease.queue, slotAt: epoch(plannedAt), wroteAt: epoch(wroteAt) }, 'request written') : undefined;
+    this.pacer = new SendPacer(this.queue, this.sendWindowMs, (domain, name) => this.tally.add(domain, name), realClock, seed.sendMarginMs, traceWrite);
     this.gate = new RobotsGate(cache, randomBytes(6).toString('hex'));
     const robots = new RobotsFetcher({ redis, queue: this.queue, cache, fetcher: this.fetcher, keys: this.keys, seed, scope, log, retryBaseMs: options.robotsRetryBaseMs });
     const claims = seed.otherDomains && new DomainClaims(redis, this.keys.otherDomains, seed.otherDomains.maxDomains);

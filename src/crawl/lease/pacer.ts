@@ -57,6 +57,13 @@ export const PACING = {
   lateHoldFromMs: 200,
 } as const;
 
+/**
+ * Told of each request's write (local ms: the slot it was held to, and the
+ * write): what lets a site's own log be checked against what was sent
+ * (the worker's debug log; the strict-server tests read it).
+ */
+export type WriteTrace = (lease: Lease, plannedAt: number, wroteAt: number) => void;
+
 /** Pauses notePause keeps before it drops those that ended. */
 const MAX_PAUSES_KEPT = 1000;
 
@@ -121,6 +128,7 @@ export class SlotSend implements SendGate {
 
   wrote(at: number): void {
     if (at - this.plannedAt > PACING.lateWriteMs) this.pacer.count(this.lease.queue, 'lateSends');
+    this.pacer.traceWrite?.(this.lease, this.plannedAt, at);
     this.report(true);
   }
 
@@ -160,6 +168,7 @@ export class SendPacer {
     private readonly clock: LocalClock = realClock,
     /** The seed's sendMarginMs (null: PACING.marginMs). */
     private readonly marginMs: number | null = null,
+    readonly traceWrite?: WriteTrace,
   ) {}
 
   /**
