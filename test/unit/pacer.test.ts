@@ -179,6 +179,20 @@ describe('send pacer', () => {
     assert.deepEqual(q.reports.map((r) => r.margin), [60]);
   });
 
+  it('traces each write with the slot it was held to, before its report; a request never written is not traced', async () => {
+    const clock = fakeClock(0, 3);
+    const q = fakeQueue(clock);
+    const traced: { queue: string; plannedAt: number; wroteAt: number; reportsBefore: number }[] = [];
+    const p = new SendPacer(q, WINDOW, () => undefined, clock, null, (l, plannedAt, wroteAt) => traced.push({ queue: l.queue, plannedAt, wroteAt, reportsBefore: q.reports.length }));
+    const send = await p.hold(lease(100, 500, 'written'));
+    send?.mayGo(clock.t);
+    send?.wrote(clock.t + 2);
+    const unsent = await p.hold(lease(700, 500, 'unsent'));
+    unsent?.done();
+    assert.deepEqual(traced, [{ queue: 'written', plannedAt: 100, wroteAt: 105, reportsBefore: 0 }]);
+    assert.deepEqual(q.reports.map((r) => [r.queue, r.sent]), [['written', true], ['unsent', false]]);
+  });
+
   it('a request never written is reported not sent, once; one whose write began but was never seen to end counts as sent', async () => {
     const clock = fakeClock(0);
     const q = fakeQueue(clock);
