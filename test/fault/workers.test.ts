@@ -176,9 +176,14 @@ describe('workers killed at random', () => {
     const paths = log.map((r) => r.path).filter((p) => p !== '/robots.txt');
     for (let n = 0; n < PAGES; n++) assert.ok(paths.includes(n === 0 ? '/' : `/p/${n}`), `page ${n}`);
     const refetched = paths.length - new Set(paths).size;
-    t.diagnostic(`${kills} kills, ${refetched} pages fetched twice (bound: kills × concurrency = ${kills * CONCURRENCY})`);
+    // A killed worker's pages come back to be fetched again: each lane's
+    // lease, and the page each lane fetched before it whose commit was still
+    // on its way (riding on the worker's next call to Redis, up to 20 ms:
+    // FairQueue.commitAndTake). Its spare leases were not fetched yet.
+    const bound = kills * 2 * CONCURRENCY;
+    t.diagnostic(`${kills} kills, ${refetched} pages fetched twice (bound: kills × 2 × concurrency = ${bound})`);
     assert.ok(kills >= 2, 'the crawl lasted long enough to kill workers');
-    assert.ok(refetched <= kills * CONCURRENCY, `${refetched} re-fetches for ${kills} kills`);
+    assert.ok(refetched <= bound, `${refetched} re-fetches for ${kills} kills`);
     // A gap is short only if it is short even allowing for the site's own
     // stamping lag (the earlier request may have arrived up to its lag before
     // its stamp): the judge's precision, measured by the judge.
