@@ -200,6 +200,7 @@ export class CrawlWorker {
     let failures = 0;
     let done: Decided | null = null;
     let settling: Promise<null> = Promise.resolve(null);
+    let settled = true;
     const options = { signal: this.stop.signal, aheadMs: PACING.aheadMs, sendWindowMs: this.sendWindowMs };
     while (!this.stop.signal.aborted) {
       let lease: Lease | null;
@@ -207,9 +208,13 @@ export class CrawlWorker {
       done = null;
       try {
         if (carried) {
-          await settling;
+          // (A commit still on its way, its shard's master gone until a replica
+          // takes over, say: the lease done with is kept meanwhile, not lost to
+          // the wait and fetched again.)
+          if (!settled) await this.renewing(carried.ctx.lease, settling);
           const { committed, next } = this.queue.commitAndTake(carried.ctx.lease, options);
-          settling = this.settle(carried, committed);
+          settled = false;
+          settling = this.settle(carried, committed).finally(() => (settled = true));
           lease = await next;
         } else {
           lease = await this.queue.take(this.seed.arena, options);
@@ -235,19 +240,26 @@ export class CrawlWorker {
   /** Decides one lease; an unexpected error hands the lease back at once. */
   private async handle(lease: Lease): Promise<Decided> {
     const ctx: LeaseContext = { lease, item: decodeItem(lease.item), reserved: false };
-    // The lease is renewed while it is handled (robots.txt, the fetch, its links):
-    // three times a lease, so a late renewal still lands before the lease ends.
-    const renew = setInterval(() => void this.queue.extend(lease).catch(() => undefined), Math.max(5, this.queue.leaseMs / 3));
     try {
-      return { ctx, outcome: await this.decide(ctx) };
+      // The lease is renewed while it is handled (robots.txt, the fetch, its links).
+      return { ctx, outcome: await this.renewing(lease, this.decide(ctx)) };
     } catch (err) {
       if (isWeirError(err, 'WEIR_WARC')) return { ctx, outcome: this.archiveFailed(err, ctx) };
       this.log?.error({ err, url: ctx.item?.url ?? lease.item }, 'processing a URL failed: handing its lease back');
       return { ctx, outcome: release([['internalErrors', 1]]) };
     } finally {
-      clearInterval(renew);
       // (Its request reported, or reported never sent: the domain's next slot waits for this.)
       this.pacer.finish(lease);
+    }
+  }
+
+  /** `work`, with `lease` renewed meanwhile: three times a lease, so a late renewal still lands before the lease ends. */
+  private async renewing<T>(lease: Lease, work: Promise<T>): Promise<T> {
+    const renew = setInterval(() => void this.queue.extend(lease).catch(() => undefined), Math.max(5, this.queue.leaseMs / 3));
+    try {
+      return await work;
+    } finally {
+      clearInterval(renew);
     }
   }
 

@@ -145,6 +145,8 @@ export interface ClusterOptions {
   replicas?: number;
   /** cluster-node-timeout: how long a master may be silent before its replica takes over. */
   nodeTimeoutMs?: number;
+  /** cluster-require-full-coverage (Redis's default, true: the whole cluster refuses commands while any slot has no master). */
+  requireFullCoverage?: boolean;
 }
 
 /**
@@ -159,7 +161,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<RedisC
   for (let i = 0; i < 3 * (1 + replicas); i++) {
     // (A replica's first sync would wait 5 s by default, repl-diskless-sync-delay: a
     // replica that never synced refuses to take over.)
-    const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000), '--repl-diskless-sync-delay', '0'];
+    const args = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 5000), '--repl-diskless-sync-delay', '0', '--cluster-require-full-coverage', options.requireFullCoverage === false ? 'no' : 'yes'];
     nodes.push(await startRedis({ args, port: await freeClusterPort() }));
   }
   const ports = nodes.map((n) => n.port);
