@@ -11,8 +11,9 @@ export const WORKER_DEFAULTS = {
   /** Fetches in flight at once in one worker process (its lanes), across domains. */
   concurrency: 16,
   /**
-   * Lease per URL; renewed every third of a lease while its URL is handled,
-   * so a live worker keeps its URLs however long a fetch takes, and a dead
+   * Lease per URL; renewed every third of a lease while its URL is handled
+   * (and, done with, while its lane waits for the commit before it to be
+   * answered), so a live worker keeps its URLs however long a fetch takes, and a dead
    * worker's URLs go back to the queue within this of its last renewal.
    */
   leaseMs: 10_000,
