@@ -121,6 +121,22 @@ function repeatTimes(log: RecordedRequest[], zeroMs: number, on: Set<string>): s
     .join('; ');
 }
 
+/**
+ * Checks that every page of every site was fetched and no site's requests
+ * came closer than 1/R (a failure lists its times from `zeroMs`, else from
+ * its first request); returns the pages fetched more than once.
+ */
+function everyPageAtItsRate(log: RecordedRequest[], sites: number, pages: number, rate: number, zeroMs?: number): number {
+  const { perSite, repeats } = fetchedPages(log, sites);
+  assert.deepEqual(perSite, new Array<number>(sites).fill(pages), 'every page of every site');
+  for (let i = 0; i < sites; i++) {
+    const reqs = of(log, `s${i}`);
+    const gap = smallestGap(reqs);
+    assert.ok(gap >= 1000 / rate, `site s${i}: ${gap.toFixed(1)} ms between requests: ${requestTimes(reqs, zeroMs ?? reqs[0]?.at ?? 0)}`);
+  }
+  return repeats;
+}
+
 /** Commands each master has processed so far. */
 async function commandsByMaster(ports: number[]): Promise<Map<number, number>> {
   const out = new Map<number, number>();
@@ -161,13 +177,7 @@ describe('a crawl on a 3-master Redis Cluster', () => {
       const replacement = c.startWorker(8);
       assert.deepEqual(await Promise.all([exited(b), exited(replacement)]), [0, 0]);
       const log = await c.web.log();
-      const { perSite, repeats } = fetchedPages(log, SITES);
-      assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
-      for (let i = 0; i < SITES; i++) {
-        const reqs = of(log, `s${i}`);
-        const gap = smallestGap(reqs);
-        assert.ok(gap >= 1000 / RATE, `site s${i}: ${gap.toFixed(1)} ms between requests: ${requestTimes(reqs, reqs[0]?.at ?? 0)}`);
-      }
+      const repeats = everyPageAtItsRate(log, SITES, PAGES, RATE);
       const stats = await q.stats('cl');
       assert.ok(stats.drained);
       assert.equal(stats.queues, SITES);
@@ -242,13 +252,7 @@ async function failover(requireFullCoverage: boolean): Promise<{ repeats: number
     const promoted = await cluster.masterPorts();
     assert.equal(promoted.length, 3, "a replica took the dead master's place");
     const log = await c.web.log();
-    const { perSite, repeats } = fetchedPages(log, SITES);
-    assert.deepEqual(perSite, new Array<number>(SITES).fill(PAGES), 'every page of every site');
-    for (let i = 0; i < SITES; i++) {
-      const reqs = of(log, `s${i}`);
-      const gap = smallestGap(reqs);
-      assert.ok(gap >= 1000 / RATE, `site s${i}: ${gap.toFixed(1)} ms between requests (from the kill): ${requestTimes(reqs, killedAtMs)}`);
-    }
+    const repeats = everyPageAtItsRate(log, SITES, PAGES, RATE, killedAtMs);
     let onLive = 0;
     for (let i = 0; i < SITES; i++) if (!victims.has(`s${i}`)) onLive += repeatsOf(log, `s${i}`);
     // At most two a lane: the page it holds and the one before, whose
