@@ -202,9 +202,13 @@ describe('weir CLI', () => {
     }
     const code = await exited(p);
     assert.equal(code, 0, stderr);
-    const kicked = stderr.indexOf('kickoff done');
-    const starting = [...stderr.matchAll(/worker starting/g)].map((m) => m.index);
-    assert.ok(kicked >= 0 && starting.length === 2 && starting.every((i) => i > kicked), stderr);
+    // By the lines' own times, not their places in stderr: the command's
+    // and its workers' lines share one pipe, and a worker's line written a
+    // millisecond after the kickoff's was seen to come first in it.
+    const at = (msg: RegExp): number[] => stderr.split('\n').filter((l) => msg.test(l)).map((l) => (JSON.parse(l) as { time: number }).time);
+    const [kicked] = at(/"msg":"kickoff done/);
+    const starting = at(/"msg":"worker starting"/);
+    assert.ok(kicked !== undefined && starting.length === 2 && starting.every((t) => t >= kicked), stderr);
     for (let n = 0; n < PAGES; n++) assert.ok(world.web.fetched('T', n === 0 ? '/' : `/p/${n}`) >= 1, `page ${n} fetched`);
   });
 
