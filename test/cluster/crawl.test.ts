@@ -90,10 +90,11 @@ const of = (log: RecordedRequest[], site: string): RecordedRequest[] => log.filt
 /** A site's pages as it served them, robots.txt aside. */
 const pagesOf = (log: RecordedRequest[], site: string): string[] => of(log, site).map((r) => r.path).filter((p) => p !== '/robots.txt');
 
-/** Fetches of a site's pages beyond the first of each. */
-function repeatsOf(log: RecordedRequest[], site: string): number {
+/** A site's distinct pages, and its fetches of them beyond the first of each. */
+function pagesAndRepeats(log: RecordedRequest[], site: string): { pages: number; repeats: number } {
   const paths = pagesOf(log, site);
-  return paths.length - new Set(paths).size;
+  const pages = new Set(paths).size;
+  return { pages, repeats: paths.length - pages };
 }
 
 /** Pages each site served (robots.txt aside), and how many were fetched more than once. */
@@ -101,8 +102,9 @@ function fetchedPages(log: RecordedRequest[], sites: number): { perSite: number[
   const perSite: number[] = [];
   let repeats = 0;
   for (let i = 0; i < sites; i++) {
-    perSite.push(new Set(pagesOf(log, `s${i}`)).size);
-    repeats += repeatsOf(log, `s${i}`);
+    const site = pagesAndRepeats(log, `s${i}`);
+    perSite.push(site.pages);
+    repeats += site.repeats;
   }
   return { perSite, repeats };
 }
@@ -113,7 +115,11 @@ function fetchedPages(log: RecordedRequest[], sites: number): { perSite: number[
  */
 function repeatTimes(log: RecordedRequest[], zeroMs: number, on: Set<string>): string {
   const times = new Map<string, number[]>();
-  for (const r of log) if (r.path !== '/robots.txt') times.set(`${r.site}${r.path}`, [...(times.get(`${r.site}${r.path}`) ?? []), r.at - zeroMs]);
+  for (const r of log) {
+    if (r.path === '/robots.txt') continue;
+    const page = `${r.site}${r.path}`;
+    times.set(page, [...(times.get(page) ?? []), r.at - zeroMs]);
+  }
   const site = (page: string): string => page.slice(0, page.indexOf('/'));
   return [...times]
     .filter(([, at]) => at.length > 1)
@@ -254,7 +260,7 @@ async function failover(requireFullCoverage: boolean): Promise<{ repeats: number
     const log = await c.web.log();
     const repeats = everyPageAtItsRate(log, SITES, PAGES, RATE, killedAtMs);
     let onLive = 0;
-    for (let i = 0; i < SITES; i++) if (!victims.has(`s${i}`)) onLive += repeatsOf(log, `s${i}`);
+    for (let i = 0; i < SITES; i++) if (!victims.has(`s${i}`)) onLive += pagesAndRepeats(log, `s${i}`).repeats;
     // At most two a lane: the page it holds and the one before, whose
     // commit is still on its way (a lane sends its next commit only once
     // the last one is answered); a worker's spare leases are not fetched

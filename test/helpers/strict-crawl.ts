@@ -141,8 +141,11 @@ function readWrites(worker: ChildProcess, written: Map<string, number[]>): Promi
   const take = (lines: string[]): void => {
     for (const line of lines) {
       const e = parsed(line);
-      if (e?.msg === 'request written' && e.url && e.wroteAt) written.set(e.url, [...(written.get(e.url) ?? []), e.wroteAt]);
-      else if (line !== '' && (!e || (e.level ?? 0) >= 40)) process.stderr.write(`${line}\n`);
+      if (e?.msg === 'request written' && e.url && e.wroteAt) {
+        const at = written.get(e.url);
+        if (at) at.push(e.wroteAt);
+        else written.set(e.url, [e.wroteAt]);
+      } else if (line !== '' && (!e || (e.level ?? 0) >= 40)) process.stderr.write(`${line}\n`);
     }
   };
   worker.stderr?.on('data', (d: string) => {
@@ -159,9 +162,17 @@ function readWrites(worker: ChildProcess, written: Map<string, number[]>): Promi
   });
 }
 
-function parsed(line: string): { level?: number; msg?: string; url?: string; wroteAt?: number } | null {
+/** What readWrites looks at in a worker's JSON log line. */
+interface LogLine {
+  level?: number;
+  msg?: string;
+  url?: string;
+  wroteAt?: number;
+}
+
+function parsed(line: string): LogLine | null {
   try {
-    return JSON.parse(line) as { level?: number; msg?: string; url?: string; wroteAt?: number };
+    return JSON.parse(line) as LogLine;
   } catch {
     return null;
   }
@@ -210,8 +221,9 @@ export function judgeStrict(t: TestContext, s: Omit<StrictCrawl, 'dir'>, r: Stri
   const writes = [...r.written.values()].reduce((n, at) => n + at.length, 0);
   t.diagnostic(`${r.arrivals.length} requests, ${refused} refused; smallest gap ${least} ms (1/R ${1000 / s.rate}), ${leastWritten.toFixed(1)} ms as written (${writes} writes); busiest site's efficiency ${r.efficiency.toFixed(3)}; ${r.pages}/${r.expectedPages} pages in ${(r.wallMs / 1000).toFixed(1)} s`);
   assert.equal(refused, 0, `nginx refused ${refused}: ${refusals(r).join('; ')}`);
-  // (The workers' own account, of every request nginx saw: each site's writes an interval apart and more, the send margin's worth.)
-  // (A worker SIGKILLed between a write and its log line leaves that one out: at most one a lane.)
+  // The workers' own account covers every request nginx saw (a worker
+  // SIGKILLed between a write and its log line leaves that one out: at most
+  // one a lane), and has each site's writes an interval apart and more.
   const unlogged = s.killAtMs === undefined ? 0 : s.concurrency;
   assert.ok(writes >= r.arrivals.length - unlogged, `${writes} writes in the workers' logs for ${r.arrivals.length} requests`);
   assert.ok(leastWritten >= 1000 / s.rate, `writes to a site ${leastWritten.toFixed(1)} ms apart`);
