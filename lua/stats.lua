@@ -5,7 +5,8 @@
 
   KEYS: the arena key block (lua/includes/keys.lua).
   ARGV[1]  what: a cursor (the first qid of a page, 1 to start), or
-           'top' (the biggest backlogs, by the backlog index), 'waiting'
+           'top' (the biggest backlogs, by the backlog index, then by ids
+           among queues of fewer than 16), 'waiting'
            (eligible queues, longest in the round first), 'names' (those named)
   ARGV[2]  count: queues at most (0..500); with 'names', the first name
   ARGV[3..] with 'names', the other names (500 in all at most)
@@ -70,27 +71,45 @@ if what == 'top' then
     exact = -1
   else
     -- Every queue of the buckets read is ranked by its exact count (buckets
-    -- are read whole where the reading cap allows). The lowest bucket holds
-    -- the empty queues too: it is read on, a chunk at a time, until enough
-    -- have URLs or MAX_TOP_SCAN queues were looked at.
+    -- are read whole where the reading cap allows): the index's buckets
+    -- (16 or more queued) from the highest; then, when the index ran out
+    -- before enough were found, the queues of bucket 0 (fewer than 16, the
+    -- empty ones too, not in the index: record.lua), by their ids, a chunk
+    -- at a time, until enough have URLs or MAX_TOP_SCAN queues were looked at.
     local chunk = mmin(count * 4 + 100, 2000)
     local ranked, read, cand = {}, 0, {}
+    local function rank(qid, st)
+      ranked[#ranked + 1] = { qid = qid, q = st.q, name = st.name }
+    end
     repeat
-      cand = rcall('ZREVRANGE', K_BACKLOG, read, read + chunk - 1, 'WITHSCORES')
-      for i = 1, #cand, 2 do
-        local st = qstate(cand[i])
-        if st.q > 0 then ranked[#ranked + 1] = { qid = cand[i], q = st.q, name = st.name } end
-      end
+      cand = rcall('ZREVRANGEBYSCORE', K_BACKLOG, '+inf', '1', 'WITHSCORES', 'LIMIT', read, chunk)
+      for i = 1, #cand, 2 do rank(cand[i], qstate(cand[i])) end
       read = read + #cand / 2
     until #cand / 2 < chunk or #ranked >= count or read >= MAX_TOP_SCAN
+    if #cand / 2 >= chunk and #cand > 0 then
+      -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 4) queued.)
+      exact = 2 ^ (tonumber(cand[#cand]) + 4)
+    else
+      local id = 1
+      while id <= last and #ranked < count and read < MAX_TOP_SCAN do
+        local upto = mmin(last, id + chunk - 1)
+        for qid = id, upto do
+          local st = qstate_if_any(fmt(qid))
+          -- (Those with 16 or more were ranked from the index.)
+          if st and st.q > 0 and st.q < 16 then rank(fmt(qid), st) end
+        end
+        read = read + (upto - id + 1)
+        id = upto + 1
+      end
+      -- (Cut in bucket 0: a queue left out has fewer than 16.)
+      if id <= last then exact = 16 end
+    end
     -- (Ties by name, as the client merges shards: a page cut here and the next cut there agree.)
     table.sort(ranked, function(a, b)
       if a.q ~= b.q then return a.q > b.q end
       return a.name < b.name
     end)
     for i = 1, mmin(count, #ranked) do qids[i] = ranked[i].qid end
-    -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 4) queued.)
-    if #cand / 2 >= chunk and #cand > 0 then exact = 2 ^ (tonumber(cand[#cand]) + 4) end
   end
 elseif what == 'waiting' then
   qids = rcall('ZRANGE', K_READY, 0, count - 1)

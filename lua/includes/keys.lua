@@ -27,11 +27,14 @@
     KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}
     KEYS[12] wake      list    at most one token: "there may be work now"
     KEYS[13] dedupe    string  the dedupe bitmap
-    KEYS[14] backlog   zset    qid -> its backlog's bucket (0: fewer than 16
-                               queued; then one per power of two), every
-                               queue: an index of the biggest backlogs
-                               (stats.lua 'top'), moved only when a queue's
-                               count crosses a power of two from 16 (record.lua)
+    KEYS[14] backlog   zset    qid -> its backlog's bucket (1: 16-31
+                               queued, then one per power of two), every
+                               queue with 16 or more (none with fewer: an
+                               arena made before 2026-12-06 may still hold
+                               some at 0, never read): an index of the
+                               biggest backlogs (stats.lua 'top'), moved only
+                               when a queue's count crosses a power of two
+                               from 16 (record.lua)
 
   Why one hash for the state: a call reads the meta fields and the records
   of the queues it already knows (a commit's, a promise's) with one HMGET,

@@ -36,8 +36,8 @@ do
   QCACHE = {}
   QDIRTY = {}
   -- Queues this call made: name -> qid. Their entries in the name index
-  -- (`qids`) and the backlog index are written once, at the call's flush
-  -- (created_flush), not a command each (setLimits makes up to 2,000).
+  -- (`qids`) are written once, at the call's flush (created_flush), not a
+  -- command each (setLimits makes up to 2,000).
   QMADE = {}
 
   -- (The record is built and packed field by field, in QFIELDS order, rather
@@ -98,7 +98,11 @@ do
   -- A queue's place in the backlog index (keys.lua K_BACKLOG): 0 for fewer
   -- than 16 queued (empty too: a crawl's many shallow queues never move),
   -- then one step per power of two (16-31: 1, 32-63: 2, ...). A queue in
-  -- bucket b has fewer than 2^(b + 4) queued.
+  -- bucket b has fewer than 2^(b + 4) queued. Bucket 0 is not written: a
+  -- queue is in the index only while it has 16 or more (stats.lua finds
+  -- the rest by their ids), so making a queue adds nothing to it (a
+  -- member of some 100 B, and at 10^6 queues a sorted-set insert among
+  -- 10^6 ties of score 0, each compared by name).
   local function backlog_bucket(q)
     if q < 16 then return 0 end
     local _, e = math.frexp(q)
@@ -115,7 +119,9 @@ do
       args[#args + 1] = qpack(st)
       if st.q ~= st.q0 then
         local now = backlog_bucket(st.q)
-        if now ~= backlog_bucket(st.q0) then rcall('ZADD', K_BACKLOG, now, qid) end
+        if now ~= backlog_bucket(st.q0) then
+          if now == 0 then rcall('ZREM', K_BACKLOG, qid) else rcall('ZADD', K_BACKLOG, now, qid) end
+        end
         st.q0 = st.q
       end
       QDIRTY[qid] = nil
@@ -153,22 +159,19 @@ do
     return qid, st
   end
 
-  -- The queues this call made into the name index and, in bucket 0, the
-  -- backlog index: before records_args, which moves a queue that got 16
-  -- items or more to its bucket.
+  -- The queues this call made into the name index. (Not into the backlog
+  -- index: a new queue is in bucket 0, unwritten; records_args puts one
+  -- that got 16 items or more in its bucket.)
   function created_flush()
     if next(QMADE) == nil then return end
-    local names, places, n = {}, {}, 0
+    local names, n = {}, 0
     for name, qid in pairs(QMADE) do
       names[n + 1], names[n + 2] = name, qid
-      places[n + 1], places[n + 2] = 0, qid
       n = n + 2
     end
     QMADE = {}
     for i = 1, n, 2000 do
-      local last = mmin(i + 1999, n)
-      rcall('HSET', K_QIDS, unpack(names, i, last))
-      rcall('ZADD', K_BACKLOG, unpack(places, i, last))
+      rcall('HSET', K_QIDS, unpack(names, i, mmin(i + 1999, n)))
     end
   end
 

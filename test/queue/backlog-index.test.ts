@@ -1,8 +1,9 @@
 /**
- * The backlog index (lua/includes/record.lua, KEYS[14]): every queue sits
- * in its count's bucket (0 below 16, then one per power of two), whatever
- * mix of operations moved it there, so the biggest backlogs are found without
- * reading every queue (stats.lua 'top', FairQueue.busiestQueues).
+ * The backlog index (lua/includes/record.lua, KEYS[14]): every queue of 16
+ * URLs or more sits in its count's bucket (one per power of two), and no
+ * queue of fewer (bucket 0, found by id), whatever mix of operations moved
+ * it there, so the biggest backlogs are found without reading every queue
+ * (stats.lua 'top', FairQueue.busiestQueues).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -22,15 +23,15 @@ function rng(seed: number): () => number {
 
 const bucket = (q: number): number => (q < 16 ? 0 : Math.floor(Math.log2(q)) - 3);
 
-/** Each queue's place in the index against its count: equal for every queue. */
+/** Each queue's place in the index against its count: its bucket, or out of the index below 16. Returns the queues' count. */
 async function assertIndexed(q: FairQueue, arena: string): Promise<number> {
   const index = await fx.redis.zrange(arenaKey('weir', arena, 'backlog'), 0, -1, 'WITHSCORES');
   const scores = new Map<string, number>();
   for (let i = 0; i < index.length; i += 2) scores.set(index[i] as string, Number(index[i + 1]));
   const qids = await fx.redis.hgetall(arenaKey('weir', arena, 'qids'));
   const stats = await q.allQueueStats(arena);
-  for (const s of stats) assert.equal(scores.get(qids[s.name] as string), bucket(s.queued), `${s.name}: ${s.queued} queued`);
-  assert.equal(scores.size, stats.length, 'every queue indexed, once');
+  for (const s of stats) assert.equal(scores.get(qids[s.name] as string), bucket(s.queued) || undefined, `${s.name}: ${s.queued} queued`);
+  assert.equal(scores.size, stats.filter((s) => s.queued >= 16).length, 'every queue of 16 or more indexed, once; none of fewer');
   return stats.length;
 }
 
@@ -65,6 +66,40 @@ describe('backlog index', () => {
       if (step % 500 === 499) await assertIndexed(q, arena);
     }
     assert.equal(await assertIndexed(q, arena), 40);
+    await q.close();
+  });
+
+  it('a queue leaves the index when it falls below 16 and is found by id; an index from before 2026-12-06, with queues of fewer at 0, still ranks right', async () => {
+    const q = new FairQueue(fx.redis);
+    const arena = freshArena('bix-down');
+    const key = arenaKey('weir', arena, 'backlog');
+    await q.setLimits(arena, { deep: { rate: 'unlimited' }, small: { rate: 'unlimited' }, empty: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'deep', Array.from({ length: 20 }, (_, i) => `d${i}`));
+    assert.equal(await fx.redis.zscore(key, (await fx.redis.hget(arenaKey('weir', arena, 'qids'), 'deep')) as string), '1', 'deep, at 20, in bucket 1');
+    // Five served and committed (the only queue with URLs): 15 left, out of the index.
+    for (let i = 0; i < 5; i++) {
+      const got = await q.dequeue(arena);
+      assert.equal(got.lease?.queue, 'deep');
+      await q.commit(got.lease);
+    }
+    await q.enqueue(arena, 'small', ['s1', 's2', 's3']);
+    const deep = (await q.namedQueueStats(arena, ['deep']))[0];
+    assert.equal(deep?.queued, 15);
+    assert.equal(await assertIndexed(q, arena), 3);
+    assert.equal(await fx.redis.zcard(key), 0, 'nothing of 16 or more');
+    const top = await q.busiestQueues(arena, 'backlog', 5);
+    assert.deepEqual(top?.queues.map((s) => [s.name, s.queued]), [['deep', 15], ['small', 3]]);
+    assert.equal(top?.exact, true);
+    // An older release kept every queue, at 0 below 16: those members are never read, and leave as their queues move.
+    const ids = await fx.redis.hgetall(arenaKey('weir', arena, 'qids'));
+    await fx.redis.zadd(key, 0, ids.small as string, 0, ids.empty as string, 0, ids.deep as string);
+    assert.deepEqual((await q.busiestQueues(arena, 'backlog', 5))?.queues.map((s) => s.name), ['deep', 'small']);
+    assert.deepEqual((await q.busiestQueues(arena, 'backlog', 1, 1))?.queues.map((s) => s.name), ['small']);
+    await q.enqueue(arena, 'small', Array.from({ length: 30 }, (_, i) => `more${i}`));
+    assert.equal(await fx.redis.zscore(key, ids.small as string), '2', 'small, at 33, in bucket 2');
+    assert.deepEqual((await q.busiestQueues(arena, 'backlog', 5))?.queues.map((s) => [s.name, s.queued]), [['small', 33], ['deep', 15]]);
+    await q.purge(arena, 'small');
+    assert.equal(await fx.redis.zscore(key, ids.small as string), null, 'purged: out of the index');
     await q.close();
   });
 
