@@ -74,8 +74,9 @@ if what == 'top' then
     -- are read whole where the reading cap allows): the index's buckets
     -- (16 or more queued) from the highest; then, when the index ran out
     -- before enough were found, the queues of bucket 0 (fewer than 16, the
-    -- empty ones too, not in the index: record.lua), by their ids, a chunk
-    -- at a time, until enough have URLs or MAX_TOP_SCAN queues were looked at.
+    -- empty ones too, not in the index: record.lua), by their ids from the
+    -- last made, a chunk at a time, until enough have URLs or MAX_TOP_SCAN
+    -- queues were looked at.
     local chunk = mmin(count * 4 + 100, 2000)
     local ranked, read, cand = {}, 0, {}
     local function rank(qid, st)
@@ -90,19 +91,20 @@ if what == 'top' then
       -- (Cut: the last bucket read may hold more, each with fewer than 2^(bucket + 4) queued.)
       exact = 2 ^ (tonumber(cand[#cand]) + 4)
     else
-      local id = 1
-      while id <= last and #ranked < count and read < MAX_TOP_SCAN do
-        local upto = mmin(last, id + chunk - 1)
-        for qid = id, upto do
+      -- (Newest first: in a crawl the queues made last are the likeliest to hold URLs.)
+      local id = last
+      while id >= 1 and #ranked < count and read < MAX_TOP_SCAN do
+        local upto = mmax(1, id - chunk + 1)
+        for qid = id, upto, -1 do
           local st = qstate_if_any(fmt(qid))
           -- (Those with 16 or more were ranked from the index.)
           if st and st.q > 0 and st.q < 16 then rank(fmt(qid), st) end
         end
-        read = read + (upto - id + 1)
-        id = upto + 1
+        read = read + (id - upto + 1)
+        id = upto - 1
       end
       -- (Cut in bucket 0: a queue left out has fewer than 16.)
-      if id <= last then exact = 16 end
+      if id >= 1 then exact = 16 end
     end
     -- (Ties by name, as the client merges shards: a page cut here and the next cut there agree.)
     table.sort(ranked, function(a, b)
