@@ -49,7 +49,8 @@ local qid = qid_of(name)
 if not qid then return -1 end
 local st = qstate(qid)
 local got = rcall('HMGET', K_STATE, qid .. ':rate', qid .. ':pace')
--- (A queue made before rates were stored beside it has none: its record's interval is its rate.)
+-- (No ':rate': the record's interval is its rate, args.lua interval_rate;
+-- so for a queue made before rates were stored beside it.)
 local base = got[1] and rate_interval(got[1], name) or st.iv
 local avg, cur = nil, 0
 if got[2] then
@@ -64,6 +65,8 @@ else
   cur = mmin(max_us, mmax(cur, target, ERROR_FLOOR_US) * 2)
 end
 local iv = mmax(base, cur)
+-- (The configured rate written down before the interval stops saying it.)
+if not got[1] and iv ~= st.iv then defer_hset(qid .. ':rate', interval_rate(st.iv)) end
 if st.nx > 0 and iv > st.iv then st.nx = math.ceil(st.nx - st.iv + iv) end
 st.iv = iv
 qdirty(qid, st)

@@ -57,7 +57,7 @@ local function rows_of(qids)
   for i = 1, #fields, 2 do
     local st = qparse(fields[i], got[i] or nil)
     rows[#rows + 1] = {
-      st.name, got[i + 1] or '', fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
+      st.name, got[i + 1] or interval_rate(st.iv), fmt(st.cap), fmt(st.q), fmt(st.l), fmt(st.d),
       fmt(st.done), fmt(st.dead), fmt(mfloor(mmax(st.nx, st.p) / 1000)), fmt(mfloor(st.p / 1000)), fmt(st.hold),
       sformat('%.3f', st.iv),
     }

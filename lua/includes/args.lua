@@ -61,3 +61,19 @@ local function rate_interval(rate_s, name)
   end
   return 1000000 / rate
 end
+
+-- The rate an interval stands for ('unlimited', or requests a second to 17
+-- digits, which read back as the same number). A queue whose configured
+-- rate is that number (rate_reads_back) keeps no ':rate' field beside its
+-- record (record.lua qcreate): its interval says it until a learned pace
+-- changes the interval, and pace.lua writes the field first.
+local function interval_rate(iv)
+  if iv == 0 then return 'unlimited' end
+  return sformat('%.17g', 1000000 / iv)
+end
+
+-- Whether rate_s (checked) is what interval_rate of its interval iv gives
+-- back: most rates ('1', '0.5', 1/3), not every one (7, 49).
+local function rate_reads_back(rate_s, iv)
+  return iv == 0 or 1000000 / iv == tonumber(rate_s)
+end

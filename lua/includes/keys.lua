@@ -13,7 +13,9 @@
     KEYS[2]  queues    hash    the shard's state (K_STATE): its meta fields
                                (below), each queue's record "<qid>"
                                (record.lua), its rate as configured
-                               "<qid>:rate" and its open chunk "<qid>:t"
+                               "<qid>:rate" (none while the record's interval
+                               says it: args.lua interval_rate) and its open
+                               chunk "<qid>:t"
                                (items.lua), and the leases, "<base>.<i>" ->
                                "<qid>:<attempt>:<expiry µs>:<item>" (leases.lua)
     KEYS[3]  qids      hash    queue name -> qid

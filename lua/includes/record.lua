@@ -155,7 +155,10 @@ do
     st.iv = iv
     st.cap = cap
     qdirty(qid, st)
-    defer_hset(qid .. ':rate', rate_s)
+    -- (Most rates read back from their intervals: their queues keep no
+    -- ':rate', a field of some 60 B and a hash insert a queue. Readers
+    -- take interval_rate(st.iv) when it is missing.)
+    if not rate_reads_back(rate_s, iv) then defer_hset(qid .. ':rate', rate_s) end
     return qid, st
   end
 
@@ -181,6 +184,7 @@ do
   -- does (a longer learned pace stays); a cap lower than the queue's (0:
   -- none), its cap. Anything looser changes nothing. True when it changed.
   function qlower(qid, st, rate_s, iv, cap)
+    -- (No ':rate': the interval is the configured rate's, args.lua interval_rate.)
     local configured = rcall('HGET', K_STATE, qid .. ':rate')
     local changed = false
     if iv > (configured and rate_interval(configured, st.name) or st.iv) then

@@ -1,6 +1,7 @@
 /** reportPace (lua/pace.lua): a queue's interval learned from its site's answers, applied where every rate is. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { arenaKey } from '../../src/queue/keys.js';
 import { freshArena, useRedis } from '../helpers/fixture.js';
 
 const fx = useRedis();
@@ -55,6 +56,31 @@ describe('reportPace', () => {
     const second = await q.dequeue(arena);
     assert.equal(second.lease, null);
     assert.ok((second.waitMs ?? 0) > 500, `waits ${second.waitMs} ms, where the limit alone would allow the next at 100 ms`);
+  });
+
+  it("a rate its interval reads back as keeps no ':rate' beside the record; each is shown as configured, before and after a learned pace", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const third = 1 / 3;
+    await q.setLimits(arena, { two: { rate: 2 }, third: { rate: third }, none: { rate: 'unlimited' }, seven: { rate: 7 } });
+    await q.enqueue(arena, 'made', ['m'], { create: { rate: 0.5, maxInFlight: 0 } });
+    const ids = await fx.redis.hgetall(arenaKey('weir', arena, 'qids'));
+    const kept = async (name: string): Promise<string | null> => fx.redis.hget(arenaKey('weir', arena, 'queues'), `${ids[name] as string}:rate`);
+    // (1e6 / (1e6 / 7) is not 7 in binary: kept.)
+    assert.deepEqual(await Promise.all(['two', 'third', 'none', 'seven', 'made'].map(kept)), [null, null, null, (7).toPrecision(17), null]);
+    const rates = async (): Promise<Record<string, number | 'unlimited'>> => Object.fromEntries((await q.allQueueStats(arena)).map((s) => [s.name, s.rate]));
+    const configured = { two: 2, third, none: 'unlimited', seven: 7, made: 0.5 };
+    assert.deepEqual(await rates(), configured);
+    // A learned pace slower than the rate: the configured rate is written down first, and the pace eases back to it.
+    assert.equal(await q.reportPace(arena, 'two', { ms: 2000, healthy: true, ...BOUNDS }), 4000);
+    assert.equal(Number(await kept('two')), 2);
+    assert.deepEqual(await rates(), configured);
+    let iv = 4000;
+    for (let i = 0; i < 40 && iv > 500; i++) iv = (await q.reportPace(arena, 'two', { ms: 1, healthy: true, ...BOUNDS })) ?? NaN;
+    assert.equal(iv, 500);
+    // A report that leaves the interval as it was writes nothing.
+    assert.equal(await q.reportPace(arena, 'third', { ms: 1, healthy: true, ...BOUNDS }), 3000);
+    assert.equal(await kept('third'), null);
   });
 
   it('bad reports are refused before anything is written', async () => {
