@@ -32,15 +32,19 @@ function blockForm(positions: readonly number[]): Buffer {
   const out = Buffer.allocUnsafe(4 + 2 * positions.length);
   const block = Math.floor((positions[0] as number) / BLOCK_BITS);
   out.writeUInt32BE(block, 0);
-  positions.forEach((p, h) => out.writeUInt16BE(p - block * BLOCK_BITS, 4 + 2 * h));
+  for (let h = 0; h < positions.length; h++) out.writeUInt16BE((positions[h] as number) - block * BLOCK_BITS, 4 + 2 * h);
   return out;
 }
+
+const NO_OPTION_ARGS: readonly string[] = Object.freeze([]);
 
 /**
  * The script's trailing flags (lua/enqueue.lua), checked: 'lower', 'front'.
  * (A request's `create` limits go with its queue instead: enqueueCalls.)
  */
-function enqueueOptionArgs(options: EnqueueOptions): string[] {
+function enqueueOptionArgs(options: EnqueueOptions): readonly string[] {
+  // (Most enqueues have none: one array for them all, which also lets a caller see at once that two requests' are the same.)
+  if (!options.lower && !options.front) return NO_OPTION_ARGS;
   const args: string[] = [];
   if (options.lower) {
     if (!options.create) throw new QueueArgumentError('WEIR_BAD_ARGS', 'lower needs create: the limits a queue tightens to');
@@ -65,7 +69,7 @@ export interface EnqueueRequest {
  * arguments. Requests that differ only in their `create` limits share
  * script calls: each queue's go with it ('creates').
  */
-export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number | string; opts: string[] } {
+export function checkedEnqueue(queue: string, items: readonly string[], options: EnqueueOptions): { req: EnqueueRequest; k: number | string; opts: readonly string[] } {
   checkName('queue name', queue);
   const k = checkDedupe(options.dedupe, items.length);
   checkItems(items);
@@ -89,6 +93,40 @@ export function byCallKey(checked: readonly { req: EnqueueRequest }[], keyOf: (r
     } else out.set(key, { at: [i], reqs: [req] });
   });
   return out;
+}
+
+/**
+ * The call key of each of `checked`'s requests (its shard's tag, the shard
+ * count, its positions' form, its flags: FairQueue.enqueueAll), made only
+ * when it differs from the last one asked for (most often every request's
+ * is one: a kickoff batch's 10,000).
+ */
+export function callKeyOf(shards: number, checked: readonly { k: number | string; opts: readonly string[] }[], tagOf: (queue: string) => string): (req: EnqueueRequest, i: number) => string {
+  let last: { tag: string; k: number | string; opts: readonly string[]; key: string } | null = null;
+  return (req, i) => {
+    const { k, opts } = checked[i] as (typeof checked)[number];
+    const tag = tagOf(req.queue);
+    if (last?.tag !== tag || last.k !== k || last.opts !== opts) last = { tag, k, opts, key: JSON.stringify([tag, shards, k, opts]) };
+    return last.key;
+  };
+}
+
+/** Each of a call's queues' limits to be made with, from its first request that has any (null for none); null when none has any. */
+function createsOf(groups: Map<string, number[]>, reqs: readonly EnqueueRequest[], reqOf: readonly number[]): (readonly [string | number, number] | null)[] | null {
+  let creates: (readonly [string | number, number] | null)[] | null = null;
+  let g = 0;
+  for (const group of groups.values()) {
+    for (const e of group) {
+      const c = (reqs[reqOf[e] as number] as EnqueueRequest).create;
+      if (c) {
+        creates ??= new Array<null>(groups.size).fill(null);
+        creates[g] = c;
+        break;
+      }
+    }
+    g++;
+  }
+  return creates;
 }
 
 /** One script call: its arguments, and for each of its items (in order) the request it came from. */
@@ -145,17 +183,14 @@ export function enqueueCalls(reqs: readonly EnqueueRequest[], k: number | string
         }
       }
     }
-    // Each queue's limits to be made with, from its first request that has any ('' for none).
-    const creates = [...groups.values()].map((group) => {
-      for (const e of group) {
-        const c = (reqs[reqOf[e] as number] as EnqueueRequest).create;
-        if (c) return c;
-      }
-      return null;
-    });
-    if (creates.some((c) => c !== null)) {
+    // Each queue's limits to be made with ('' for none).
+    const creates = createsOf(groups, reqs, reqOf);
+    if (creates) {
       args.push('creates');
-      for (const c of creates) args.push(...(c ?? ['', 0]));
+      for (const c of creates) {
+        if (c) args.push(c[0], c[1]);
+        else args.push('', 0);
+      }
     }
     for (const a of after) args.push(a);
     calls.push({ args, requestOf });

@@ -3,7 +3,7 @@ import { LeaseEnds } from './lease-ends.js';
 import { checkInt } from './checks.js';
 import { ShardClocks, type RedisClock } from './clock.js';
 import { Coalescer } from './coalesce.js';
-import { byCallKey, checkedEnqueue, enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
+import { byCallKey, callKeyOf, checkedEnqueue, enqueueCalls, type EnqueueRequest } from './enqueue-batch.js';
 import { shardKey, validateArenaName } from './keys.js';
 import { DEFAULTS, LIMITS } from './limits.js';
 import { decodeDequeue, decodeExtend, decodeOutcome } from './replies.js';
@@ -123,7 +123,7 @@ export class FairQueue extends LeaseEnds {
     const checked = groups.map((g) => checkedEnqueue(g.queue, g.items, g.options ?? {}));
     return this.placing(arena, async (layout) => {
       const counts = new Array<number>(groups.length).fill(0);
-      const calls = byCallKey(checked, (req, i) => JSON.stringify([this.tagOf(layout, req.queue), layout.shards, checked[i]?.k, checked[i]?.opts]));
+      const calls = byCallKey(checked, callKeyOf(layout.shards, checked, (queue) => this.tagOf(layout, queue)));
       await Promise.all(
         [...calls].map(async ([key, b]) => {
           const got = await this.enqueues.addMany(key, b.reqs);
