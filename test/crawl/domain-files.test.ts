@@ -107,6 +107,22 @@ describe('domain files', () => {
     assert.deepEqual((await held.placesOf(urls)).map((p) => p?.key ?? null), got);
   });
 
+  it('put with onlyNew lists only domains not listed yet, as HSETNX would: a listed one keeps its limits, a domain given twice in a batch its first, across calls of 2,000', async () => {
+    const key = 'weir:{domainfiles-putnew}:domainlist';
+    const list = new DomainList(world.redis, key, 0);
+    await list.put([{ key: 'old.example', rate: 9, maxInFlight: 3 }]);
+    const rows = Array.from({ length: 4500 }, (_, i) => ({ key: `d${i}.example`, rate: 1, maxInFlight: 1 }));
+    // The listed one among them, and one given twice (its second with other limits), the two in different calls of 2,000.
+    rows.splice(10, 0, { key: 'old.example', rate: 1, maxInFlight: 1 });
+    rows.push({ key: 'd5.example', rate: 7, maxInFlight: 2 });
+    rows.splice(3000, 0, { key: 'd3500.example', rate: 2, maxInFlight: 2 });
+    assert.equal(await list.put(rows, true), 4500);
+    assert.equal(await world.redis.hlen(key), 4501);
+    assert.deepEqual(await world.redis.hmget(key, 'old.example', 'd5.example', 'd3500.example', 'd4499.example'), ['9 3', '1 1', '2 2', '1 1']);
+    // Again: nothing new.
+    assert.equal(await list.put(rows.slice(0, 50), true), 0);
+  });
+
   it('kickoff: a gzipped list with a header and bad lines named by line, queues made with each limit; start URLs of unlisted domains at the default rate, or bad without one; again: nothing new', async () => {
     const rows = ['domain,rate,maxInFlight', '# a comment'];
     for (let i = 0; i < 5000; i++) rows.push(`d${i}.test,${i % 2 === 0 ? 2 : 'unlimited'}${i % 3 === 0 ? ',4' : ''}`);
