@@ -95,12 +95,18 @@ if what == 'top' then
       local id = last
       while id >= 1 and #ranked < count and read < MAX_TOP_SCAN do
         local upto = mmax(1, id - chunk + 1)
-        for qid = id, upto, -1 do
-          local st = qstate_if_any(fmt(qid))
-          -- (Those with 16 or more were ranked from the index.)
-          if st and st.q > 0 and st.q < 16 then rank(fmt(qid), st) end
+        -- (A chunk's records in one read, not a command a queue.)
+        local ids = {}
+        for qid = id, upto, -1 do ids[#ids + 1] = fmt(qid) end
+        local recs = rcall('HMGET', K_STATE, unpack(ids))
+        for i = 1, #ids do
+          if recs[i] then
+            local st = qparse(ids[i], recs[i])
+            -- (Those with 16 or more were ranked from the index.)
+            if st.q > 0 and st.q < 16 then rank(ids[i], st) end
+          end
         end
-        read = read + (id - upto + 1)
+        read = read + #ids
         id = upto - 1
       end
       -- (Cut in bucket 0: a queue left out has fewer than 16.)
