@@ -65,7 +65,7 @@ for _, s in ipairs(specs) do
     st.iv = new_iv
     st.cap = s[4]
     qdirty(qid, st)
-    defer_hset(qid .. ':rate', s[2])
+    set_rate(qid, s[2], new_iv)
     if activate(qid, now) then woke = true end
   end
 end

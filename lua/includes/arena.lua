@@ -41,14 +41,23 @@ local function flush()
   local args = flush_items()
   -- (Emptied as it is read, here and in flush_meta and records_args: a
   -- table made anew each call is work for the allocator and the collector.)
+  local gone = nil
   for f, v in pairs(DEFERRED) do
-    args[#args + 1] = f
-    args[#args + 1] = v
+    if v == false then
+      gone = gone or {}
+      gone[#gone + 1] = f
+    else
+      args[#args + 1] = f
+      args[#args + 1] = v
+    end
     DEFERRED[f] = nil
   end
   flush_meta(records_args(args))
   for i = 1, #args, 2000 do
     rcall('HSET', K_STATE, unpack(args, i, mmin(i + 1999, #args)))
+  end
+  for i = 1, gone and #gone or 0, 2000 do
+    rcall('HDEL', K_STATE, unpack(gone, i, mmin(i + 1999, #gone)))
   end
 end
 

@@ -15,7 +15,7 @@
   means "look".
 ]]
 --@include "args"
-local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset, mget, mincr, mdel, defer_hset, flush_meta, lower_bound, bound_passed, earliest, reset_bound, ensure_schema, check_shards, max_attempts
+local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset, mget, mincr, mdel, defer_hset, defer_hdel, flush_meta, lower_bound, bound_passed, earliest, reset_bound, ensure_schema, check_shards, max_attempts
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- Later than any Redis TIME in µs this side of the year 2255: "none".
@@ -167,6 +167,12 @@ do
   -- A field of the state hash written with the call's HSET.
   function defer_hset(field, value)
     DEFERRED[field] = value
+  end
+
+  -- A field of the state hash deleted with the call's writes (one HDEL for
+  -- all: arena.lua flush); a later defer_hset of it in the call stands.
+  function defer_hdel(field)
+    DEFERRED[field] = false
   end
 
   -- The changed meta fields as field/value pairs, appended to `args`. A call

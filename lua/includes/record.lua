@@ -23,7 +23,7 @@
   never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
-local QCACHE, QDIRTY, QMADE, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qid_made, qcreate, created_flush, qlower
+local QCACHE, QDIRTY, QMADE, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qid_made, qcreate, created_flush, qlower, set_rate
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
@@ -155,11 +155,23 @@ do
     st.iv = iv
     st.cap = cap
     qdirty(qid, st)
-    -- (Most rates read back from their intervals: their queues keep no
-    -- ':rate', a field of some 60 B and a hash insert a queue. Readers
-    -- take interval_rate(st.iv) when it is missing.)
-    if not rate_reads_back(rate_s, iv) then defer_hset(qid .. ':rate', rate_s) end
+    set_rate(qid, rate_s, iv, true)
     return qid, st
+  end
+
+  -- A queue's configured rate written down beside its record, where the
+  -- interval in force iv (st.iv, set first) does not read back as it
+  -- (args.lua rate_reads_back: a learned pace longer than the rate, or a
+  -- rate such as 7); else no ':rate' (a field of some 60 B and a hash
+  -- insert a queue: most rates read back), and one written before is
+  -- dropped. Readers take interval_rate(st.iv) when it is missing. `made`:
+  -- the queue is new, so has no field to drop.
+  function set_rate(qid, rate_s, iv, made)
+    if not rate_reads_back(rate_s, iv) then
+      defer_hset(qid .. ':rate', rate_s)
+    elseif not made then
+      defer_hdel(qid .. ':rate')
+    end
   end
 
   -- The queues this call made into the name index. (Not into the backlog
@@ -190,7 +202,7 @@ do
     if iv > (configured and rate_interval(configured, st.name) or st.iv) then
       if st.nx > 0 and iv > st.iv then st.nx = math.ceil(st.nx - st.iv + iv) end
       st.iv = mmax(st.iv, iv)
-      defer_hset(qid .. ':rate', rate_s)
+      set_rate(qid, rate_s, st.iv)
       changed = true
     end
     if cap > 0 and (st.cap == 0 or cap < st.cap) then

@@ -83,6 +83,32 @@ describe('reportPace', () => {
     assert.equal(await kept('third'), null);
   });
 
+  it("setLimits and a tightening enqueue keep ':rate' only where the interval in force does not read back as it: dropped for a rate that does, kept beside a longer learned pace", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 2 }, b: { rate: 10 } });
+    const ids = await fx.redis.hgetall(arenaKey('weir', arena, 'qids'));
+    const kept = async (name: string): Promise<string | null> => fx.redis.hget(arenaKey('weir', arena, 'queues'), `${ids[name] as string}:rate`);
+    const rateOf = async (name: string): Promise<number | 'unlimited' | undefined> => (await q.namedQueueStats(arena, [name]))[0]?.rate;
+    // Set to 7 (kept), then to 1 (reads back: dropped), then 7 again.
+    await q.setLimits(arena, { a: { rate: 7 } });
+    assert.equal(Number(await kept('a')), 7);
+    await q.setLimits(arena, { a: { rate: 1 } });
+    assert.equal(await kept('a'), null);
+    assert.equal(await rateOf('a'), 1);
+    await q.setLimits(arena, { a: { rate: 7 } });
+    assert.equal(await rateOf('a'), 7);
+    // b learns a pace of 4 s; a tightening to 0.5/s keeps the longer pace in force, so the rate is written down.
+    assert.equal(await q.reportPace(arena, 'b', { ms: 2000, healthy: true, ...BOUNDS }), 4000);
+    await q.enqueue(arena, 'b', ['x'], { create: { rate: 0.5, maxInFlight: 0 }, lower: true });
+    assert.equal(Number(await kept('b')), 0.5);
+    assert.equal(await rateOf('b'), 0.5);
+    // Eased back, the pace reaches the new rate's 2 s and no lower.
+    let iv = 4000;
+    for (let i = 0; i < 40 && iv > 2000; i++) iv = (await q.reportPace(arena, 'b', { ms: 1, healthy: true, ...BOUNDS })) ?? NaN;
+    assert.equal(iv, 2000);
+  });
+
   it('bad reports are refused before anything is written', async () => {
     const q = fx.queue();
     const arena = freshArena();
