@@ -1,9 +1,42 @@
+/** Where a request's answer goes: its caller's answers, `at` its place among them. */
+interface Answers<Res> {
+  resolve(at: number, r: Res): void;
+  reject(e: unknown): void;
+}
+
 interface Pending<Req, Res> {
   req: Req;
-  resolve: (r: Res) => void;
-  reject: (e: unknown) => void;
+  /** Shared by all the requests of an `addMany` (no closure a request: a kickoff has 20,000 in flight). */
+  answers: Answers<Res>;
+  at: number;
   /** Who asked: one number for each `add`, one for all the requests of an `addMany` (never split apart). */
   caller: number;
+}
+
+/** The answers of an addMany's requests, resolved together once all have come; the first error rejects them. */
+class ManyAnswers<Res> implements Answers<Res> {
+  readonly results: Res[];
+  private left: number;
+  private failed = false;
+
+  constructor(
+    n: number,
+    private readonly done: (results: Res[]) => void,
+    private readonly fail: (e: unknown) => void,
+  ) {
+    this.results = new Array<Res>(n);
+    this.left = n;
+  }
+
+  resolve(at: number, r: Res): void {
+    this.results[at] = r;
+    if (--this.left === 0 && !this.failed) this.done(this.results);
+  }
+
+  reject(e: unknown): void {
+    if (!this.failed) this.fail(e);
+    this.failed = true;
+  }
 }
 
 /** Weight of the newest gap in a key's mean gap between calls. */
@@ -57,7 +90,7 @@ export class Coalescer<Req, Res> {
   ) {}
 
   add(key: string, req: Req): Promise<Res> {
-    return new Promise<Res>((resolve, reject) => this.push(key, { req, resolve, reject, caller: this.callers++ }));
+    return new Promise<Res>((resolve, reject) => this.push(key, { req, answers: { resolve: (_, r) => resolve(r), reject }, at: 0, caller: this.callers++ }));
   }
 
   private push(key: string, call: Pending<Req, Res>): void {
@@ -82,27 +115,11 @@ export class Coalescer<Req, Res> {
   addMany(key: string, reqs: readonly Req[]): Promise<Res[]> {
     if (reqs.length === 0) return Promise.resolve([]);
     return new Promise<Res[]>((resolve, reject) => {
-      const results = new Array<Res>(reqs.length);
-      let left = reqs.length;
-      let failed = false;
+      // (The batch's own error, passed on as `add` passes it.)
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+      const answers = new ManyAnswers<Res>(reqs.length, resolve, (e) => reject(e));
       const caller = this.callers++;
-      const fail = (e: unknown): void => {
-        // (The batch's own error, passed on as `add` passes it.)
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-        if (!failed) reject(e);
-        failed = true;
-      };
-      for (let i = 0; i < reqs.length; i++) {
-        this.push(key, {
-          req: reqs[i] as Req,
-          resolve: (r) => {
-            results[i] = r;
-            if (--left === 0 && !failed) resolve(results);
-          },
-          reject: fail,
-          caller,
-        });
-      }
+      for (let i = 0; i < reqs.length; i++) this.push(key, { req: reqs[i] as Req, answers, at: i, caller });
     });
   }
 
@@ -141,8 +158,8 @@ export class Coalescer<Req, Res> {
       key,
       batch.map((p) => p.req),
     ).then(
-      (results) => batch.forEach((p, i) => p.resolve(results[i] as Res)),
-      (err: unknown) => batch.forEach((p) => p.reject(err)),
+      (results) => batch.forEach((p, i) => p.answers.resolve(p.at, results[i] as Res)),
+      (err: unknown) => batch.forEach((p) => p.answers.reject(err)),
     );
   }
 }

@@ -122,7 +122,7 @@ export class FairQueue extends LeaseEnds {
     validateArenaName(arena);
     const checked = groups.map((g) => checkedEnqueue(g.queue, g.items, g.options ?? {}));
     return this.placing(arena, async (layout) => {
-      const counts = new Array<number>(groups.length).fill(0);
+      const counts = new Array<number>(checked.length).fill(0); // (Not groups': a caller may let them go meanwhile.)
       const calls = byCallKey(checked, callKeyOf(layout.shards, checked, (queue) => this.tagOf(layout, queue)));
       await Promise.all(
         [...calls].map(async ([key, b]) => {

@@ -97,6 +97,22 @@ export async function enqueueUrls(
   options: { otherLimits?: QueueLimit | undefined; priorityDepth?: number | null; router?: QueueRouter | undefined } = {},
 ): Promise<number> {
   const { otherLimits, priorityDepth = null, router } = options;
+  const groups: QueueGroup[] = [];
+  if (router) groups.push(...(await router.regroup(batch)));
+  else for (const [domain, list] of batch.groups) groups.push({ queue: domain, list, create: batch.others.has(domain) ? otherLimits : batch.limits.get(domain) });
+  return sendGroups(queue, arena, bloom, groups, priorityDepth);
+}
+
+function sum(counts: readonly number[]): number {
+  return counts.reduce((n, c) => n + c, 0);
+}
+
+/**
+ * The groups' enqueues made and handed to the queue client before anything
+ * is awaited, so that a batch in flight holds its calls and not its URLs
+ * and groups too (a kickoff keeps two batches of 10,000 in flight).
+ */
+function sendGroups(queue: FairQueue, arena: string, bloom: BloomParams, groups: QueueGroup[], priorityDepth: number | null): Promise<number> {
   // Each queue's URLs in one enqueue, or two: those of its front band first.
   // (Objects made a queue, none a URL beyond its item and positions: a
   // kickoff batch is 10,000 queues of a URL each, and its garbage was a
@@ -119,18 +135,19 @@ export async function enqueueUrls(
     if (front) options.front = true;
     calls.push({ queue, items, options });
   };
-  const addGroup = (queue: string, list: readonly QueuedUrl[], create: QueueLimit | undefined, lower: boolean): void => {
-    if (!list.some((q) => inFrontBand(q, priorityDepth))) add(queue, list, create, lower, false);
+  for (const g of groups) {
+    const lower = g.lower === true;
+    if (!g.list.some((q) => inFrontBand(q, priorityDepth))) add(g.queue, g.list, g.create, lower, false);
     else {
-      add(queue, list.filter((q) => inFrontBand(q, priorityDepth)), create, lower, true);
-      add(queue, list.filter((q) => !inFrontBand(q, priorityDepth)), create, lower, false);
+      add(g.queue, g.list.filter((q) => inFrontBand(q, priorityDepth)), g.create, lower, true);
+      add(g.queue, g.list.filter((q) => !inFrontBand(q, priorityDepth)), g.create, lower, false);
     }
-  };
-  if (router) for (const g of await router.regroup(batch)) addGroup(g.queue, g.list, g.create, g.lower === true);
-  else for (const [domain, list] of batch.groups) addGroup(domain, list, batch.others.has(domain) ? otherLimits : batch.limits.get(domain), false);
-  let enqueued = 0;
-  for (let i = 0; i < calls.length; i += DOMAINS_IN_FLIGHT) {
-    for (const n of await queue.enqueueAll(arena, calls.slice(i, i + DOMAINS_IN_FLIGHT))) enqueued += n;
   }
-  return enqueued;
+  // (sum is not a closure here: one would hold this call's scope, and with it `calls`, until the replies.)
+  if (calls.length <= DOMAINS_IN_FLIGHT) return queue.enqueueAll(arena, calls).then(sum);
+  return (async () => {
+    let enqueued = 0;
+    for (let i = 0; i < calls.length; i += DOMAINS_IN_FLIGHT) enqueued += sum(await queue.enqueueAll(arena, calls.slice(i, i + DOMAINS_IN_FLIGHT)));
+    return enqueued;
+  })();
 }
