@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { FairQueue, type RedisClient } from '../queue/index.js';
 import { bloomParams, legacyBloomParams, type BloomParams } from './dedupe/index.js';
 import { crawlKeys, queuedUrl, type ArenaKeyMaker, type QueuedUrl } from './store/index.js';
@@ -224,6 +225,58 @@ async function listAll(checks: LineFileCheck[], list: DomainList | null, queue: 
   return out;
 }
 
+/** What a kickoff's start URLs are written with. */
+interface UrlWriting {
+  redis: RedisClient;
+  queue: FairQueue;
+  seed: Seed;
+  bloom: BloomParams;
+  list: DomainList | null;
+  router: QueueRouter | undefined;
+  /** The limits of domains no list names (defaultRate), when the seed has them. */
+  defaults: ListedLimits | undefined;
+}
+
+/**
+ * Writes placed start URLs (emptying the array given), each a QueuedUrl
+ * `make` gives; the new domains at defaultRate listed first, and counted
+ * in `counts.defaulted`. Returns how many URLs were new. Start URLs were
+ * checked to be inside a domain; include/exclude do not apply to them.
+ * (Not async: a batch in flight holds its calls, not its URLs grouped too.)
+ */
+function urlWriter(w: UrlWriting, counts: { defaulted: number }): (placed: Placed[], make: (u: string) => QueuedUrl) => Promise<number> {
+  const { redis, queue, seed, bloom, list, router, defaults } = w;
+  return (placed, make) => {
+    const batch = new ByDomain();
+    const fresh = new Set<string>();
+    for (const p of placed) {
+      batch.add(p.domain, make(p.url), p.fresh, p.limits);
+      if (p.fresh) fresh.add(p.domain);
+    }
+    // (Emptied once grouped: its holder keeps it while the batch is in flight.)
+    placed.length = 0;
+    // Listed before their URLs are queued, so a worker taking one finds its
+    // domain: on one Redis the list's write goes first on the one connection,
+    // and the batch's calls are made meanwhile (not after its answer, while
+    // Redis would wait); on a Cluster the list may be another node's, so
+    // its answer is waited for.
+    const listing = fresh.size > 0 && list && defaults ? list.put([...fresh].map((key) => ({ key, ...defaults })), true) : Promise.resolve(0);
+    // The next batch's check of a list held here, asked before this batch's calls: not answered only after them.
+    list?.askLengthAhead();
+    const o = { priorityDepth: seed.priorityDepth, router, otherLimits: defaults };
+    const queueing = redis instanceof Cluster ? listing.then(() => enqueueUrls(queue, seed.arena, bloom, batch, o)) : enqueueUrls(queue, seed.arena, bloom, batch, o);
+    // (Counted by a function outside this scope: a closure here would hold `batch` until the replies.)
+    return countListed(listing, queueing, counts);
+  };
+}
+
+/** `queueing`'s count, once `listing`'s is added to `counts.defaulted`. */
+async function countListed(listing: Promise<number>, queueing: Promise<number>, counts: { defaulted: number }): Promise<number> {
+  const [listed, enqueued] = await Promise.all([listing, queueing]);
+  counts.defaulted += listed;
+  return enqueued;
+}
+
 export interface KickoffOptions {
   /** Resolves start URLs' hosts for perServer (the crawler's guarded DNS unless given). */
   lookup?: LookupFunction | undefined;
@@ -271,20 +324,7 @@ export async function kickoff(redis: RedisClient, seed: Seed, queue = new FairQu
     ? new ServerRouter(new AddressBook(redis, keys.addresses, options.lookup ?? guardedLookup(seed.allowPrivateNetworks)), scope)
     : undefined;
   const defaults: ListedLimits | undefined = seed.defaultRate === null ? undefined : { rate: seed.defaultRate, maxInFlight: seed.maxInFlightPerDomain };
-  // Start URLs were checked to be inside a domain; include/exclude do not apply to them.
-  const enqueue = async (placed: Placed[], make: (u: string) => QueuedUrl): Promise<number> => {
-    const batch = new ByDomain();
-    const fresh = new Set<string>();
-    for (const p of placed) {
-      batch.add(p.domain, make(p.url), p.fresh, p.limits);
-      if (p.fresh) fresh.add(p.domain);
-    }
-    if (fresh.size > 0 && list && defaults) {
-      // Listed before their URLs are queued, so a worker taking one finds its domain.
-      domainFiles.defaulted += await list.put([...fresh].map((key) => ({ key, ...defaults })), true);
-    }
-    return enqueueUrls(queue, seed.arena, bloom, batch, { priorityDepth: seed.priorityDepth, router, otherLimits: defaults });
-  };
+  const enqueue = urlWriter({ redis, queue, seed, bloom, list, router, defaults }, domainFiles);
   const enqueued = await enqueue(start, (u) => queuedUrl(u));
   // Sitemaps the seed lists (those robots.txt lists are queued by the worker that reads it).
   const sitemapsEnqueued = await enqueue(sitemaps, (u) => queuedUrl(u, { sitemapLevel: 0 }));

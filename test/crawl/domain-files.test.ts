@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import type { Command } from 'ioredis';
-import { kickoff, type KickoffOptions } from '../../src/crawl/kickoff.js';
+import { kickoff, type KickoffOptions, type KickoffResult } from '../../src/crawl/kickoff.js';
 import { ByDomain, DomainList, enqueueUrls, Scope } from '../../src/crawl/links/index.js';
 import { crawlKeys, queuedUrl } from '../../src/crawl/store/index.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed/index.js';
@@ -42,6 +42,9 @@ function rng(seed: number): () => number {
  * domain list; `before` sees each command as it goes and may do something
  * first (awaited).
  */
+/** What the last kickoffCounted's kickoff returned in full. */
+let lastKickoff: KickoffResult | null = null;
+
 async function kickoffCounted(
   seed: ReturnType<typeof validateSeed>,
   before: (cmd: Command) => Promise<unknown> | undefined = () => undefined,
@@ -57,10 +60,27 @@ async function kickoffCounted(
   });
   try {
     const r = await kickoff(client, seed, undefined, options);
+    lastKickoff = r;
     return { reads, bad: r.files.bad, enqueued: r.files.enqueued };
   } finally {
     client.disconnect();
   }
+}
+
+/** A command's arguments as sent (ioredis's own, or an encoded script call's after its head), as text. */
+function respArgs(cmd: Command): string[] {
+  const wire = cmd.toWritable(null as never);
+  if (typeof wire === 'string' || !Buffer.isBuffer(wire)) return cmd.args.map(String);
+  const out: string[] = [];
+  let at = wire.indexOf('\r\n') + 2;
+  while (at < wire.length) {
+    const end = wire.indexOf('\r\n', at);
+    const size = Number(wire.toString('latin1', at + 1, end));
+    out.push(wire.toString('latin1', end + 2, end + 2 + size));
+    at = end + 2 + size + 2;
+  }
+  // (Without the command's name.)
+  return out.slice(1);
 }
 
 describe('domain files', () => {
@@ -204,6 +224,36 @@ describe('domain files', () => {
     const raced = await kickoffCounted(seed('domainfiles-raced'), (cmd) => (cmd.name.toLowerCase() === 'hlen' && ++lengths === 2 ? world.redis.hset(listKey, 'www.a.example.test', '9 1') : undefined));
     assert.deepEqual(raced, { reads: 2, bad: 1, enqueued: 9 });
     assert.deepEqual((await rows('domainfiles-raced')).filter((r) => String(r[0]).startsWith('www.') || r[0] === 'a.example.test'), [['a.example.test', 2, 2, 1], ['www.a.example.test', 9, 1, 1]]);
+  });
+
+  it("at defaultRate, each batch's new domains are listed before any call carries their URLs, though the calls do not wait for the listing's answer; counted across batches in flight", async () => {
+    // Three batches of start URLs (10,000 lines a batch), each URL a domain of its own, no list beforehand.
+    const n = 25_000;
+    const starts = join(world.dir, 'ordered.txt');
+    await writeFile(starts, Array.from({ length: n }, (_, i) => `http://o${i}.test/`).join('\n'));
+    const listed = new Set<string>();
+    let calls = 0;
+    let unlisted = 0;
+    const r = await kickoffCounted(validateSeed({ arena: 'domainfiles-ordered', startFiles: [starts], defaultRate: 2 }), (cmd) => {
+      // One connection: the order sent is the order Redis runs them in.
+      const args = respArgs(cmd);
+      const name = cmd.name.toLowerCase();
+      if (name === 'eval' && String(args[2]).endsWith(':domainlist')) for (let i = 3; i < args.length; i += 2) listed.add(args[i] as string);
+      if (name === 'fcall' && String(args[0]).endsWith('_enqueue')) {
+        const keys = Number(args[1]);
+        // After the keys: shards, k, g, then g (queue, n) pairs.
+        const g = Number(args[2 + keys + 2]);
+        for (let i = 0; i < g; i++) if (!listed.has(args[2 + keys + 3 + 2 * i] as string)) unlisted++;
+        calls++;
+      }
+      return undefined;
+    });
+    assert.equal(r.enqueued, n);
+    assert.equal(lastKickoff?.domainFiles.defaulted, n, "every batch's listing counted");
+    assert.ok(calls >= n / 1000, `enqueue calls seen (${calls})`);
+    assert.equal(listed.size, n);
+    assert.equal(unlisted, 0, 'no queue in a call before its domain was listed');
+    assert.equal(await world.redis.hlen(crawlKeys('domainfiles-ordered', new FairQueue(world.redis)).domainList), n);
   });
 
   it("past the most domains its check pass holds as listed here, a kickoff's own domains' start URLs are placed by asking Redis: every one queued with its listed limits, none called bad", async () => {

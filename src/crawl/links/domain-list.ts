@@ -189,6 +189,8 @@ export class DomainList {
   private pending: { url: URL; hostPort: string; resolve: (d: ListedDomain | null) => void; reject: (e: unknown) => void }[] = [];
   /** The list held here while this process is its only writer (keepCopyIfEmpty), else null. */
   private copy: ListCopy | null = null;
+  /** The list's length asked ahead (askLengthAhead) for the next matchAll, with the copy's size then. */
+  private lengthAhead: { size: number; length: Promise<number> } | null = null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -255,9 +257,18 @@ export class DomainList {
     });
   }
 
-  /** The listed domain of each of many URLs (a kickoff batch), asked of Redis together (or of the copy held here): no promise a URL. */
+  /**
+   * The listed domain of each of many URLs (a kickoff batch), asked of
+   * Redis together (or of the copy held here): no promise a URL. With a
+   * copy, the list's length is asked first (or taken as asked ahead:
+   * askLengthAhead), and a length other than the copy's when asked drops it.
+   */
   async matchAll(urls: readonly URL[]): Promise<(ListedDomain | null)[]> {
-    if (this.copy && (await this.redis.hlen(this.key)) !== this.copy.size) this.copy = null;
+    if (this.copy) {
+      const asked = this.lengthAhead ?? this.askLength(this.copy);
+      this.lengthAhead = null;
+      if ((await asked.length) !== asked.size) this.copy = null;
+    }
     const copy = this.copy;
     if (copy) return urls.map((u) => copy.match(u));
     const hostPorts = urls.map((u) => {
@@ -266,6 +277,25 @@ export class DomainList {
     });
     const answers = await this.lookUp(urls.map((url, i) => ({ url, hostPort: hostPorts[i] as string })));
     return hostPorts.map((h) => answers.get(h) ?? null);
+  }
+
+  /**
+   * Asks the list's length now for the next matchAll, while a copy is held.
+   * A kickoff asks it after a batch's own writes and before the batch's
+   * enqueue calls, on the one connection: the next batch is placed on an
+   * answer that counts every write this process sent, without waiting
+   * behind those calls (Redis works through them meanwhile).
+   */
+  askLengthAhead(): void {
+    if (this.copy) this.lengthAhead = this.askLength(this.copy);
+  }
+
+  /** The list's length, asked now, and the copy's size as it is now (the copy grows as puts are sent; the length, sent after them on one connection, counts them). */
+  private askLength(copy: ListCopy): { size: number; length: Promise<number> } {
+    const length = this.redis.hlen(this.key);
+    // (Awaited by the matchAll that takes it; none may, when no batch follows.)
+    length.catch(() => undefined);
+    return { size: copy.size, length };
   }
 
   /** A listed domain's limits, or null when it is not listed. */
