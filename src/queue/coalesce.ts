@@ -15,7 +15,7 @@ interface Pending<Req, Res> {
 
 /** The answers of an addMany's requests, resolved together once all have come; the first error rejects them. */
 class ManyAnswers<Res> implements Answers<Res> {
-  readonly results: Res[];
+  private readonly results: Res[];
   private left: number;
   private failed = false;
 

@@ -103,6 +103,7 @@ export async function enqueueUrls(
   return sendGroups(queue, arena, bloom, groups, priorityDepth);
 }
 
+/** How many were new, of each request's count. */
 function sum(counts: readonly number[]): number {
   return counts.reduce((n, c) => n + c, 0);
 }
