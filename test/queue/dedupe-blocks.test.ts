@@ -71,6 +71,25 @@ describe('dedupe positions in block form', () => {
     assert.deepEqual(flags['blocks bits'], [...new Set(dedupe.flat())].sort((a, b) => a - b));
   });
 
+  it('reads a bitmap shorter than a block (cut, or gone with a Redis that lost its data) as zeros past its end: the item new, its bits set, then seen', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const bits = 512 * 8;
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    await q.configureDedupe(arena, { bits, hashes: 3 });
+    const key = shardKey('weir', arena, 'dedupe');
+    // Block 0 cut after 20 bytes (its first bit set), block 1 gone.
+    await fx.redis.set(key, Buffer.concat([Buffer.from([0x80]), Buffer.alloc(19)]));
+    const dedupe = [
+      [0, 300, 511],
+      [512 + 7, 512 + 100, 512 + 400],
+      [0, 300, 511],
+    ];
+    assert.equal(await q.enqueue(arena, 'a', ['x', 'y', 'x2'], { dedupe, dedupeBlocks: true }), 2, 'x and y new; x2 has only x\'s bits');
+    assert.deepEqual(await setBits(arena), [0, 300, 511, 519, 612, 912]);
+    assert.equal(await q.enqueue(arena, 'a', ['y again'], { dedupe: [dedupe[1] as number[]], dedupeBlocks: true }), 0);
+  });
+
   it('is what the queue client sends when asked (dedupeBlocks) for positions in one block, and not for positions that straddle blocks, nor unasked', async () => {
     const q = fx.queue();
     const arena = freshArena();
