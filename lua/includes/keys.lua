@@ -14,7 +14,9 @@
                                (below), each queue's record "<qid>"
                                (record.lua), its rate as configured
                                "<qid>:rate" (none while the record's interval
-                               says it: args.lua interval_rate) and its open
+                               says it: args.lua interval_rate), its floor
+                               "<qid>:floor" (setLimits.lua), its learned pace
+                               "<qid>:pace" (pace.lua) and its open
                                chunk "<qid>:t"
                                (items.lua), and the leases, "<base>.<i>" ->
                                "<qid>:<attempt>:<expiry µs>:<item>" (leases.lua)

@@ -5,7 +5,7 @@
  * (queue.ts) adds enqueue, dequeue and leases on top.
  */
 import { deadAcross, leftOutSmaller, nextCursor, sortByRank, splitCursor, sumArenaStats } from './arena-wide.js';
-import { bad, checkInt, checkName, checkRate } from './checks.js';
+import { bad, checkInt, checkLimits, checkName, floorMicros } from './checks.js';
 import { unlinkNamespace } from './clear.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
@@ -67,21 +67,18 @@ export class ArenaAdmin {
   }
 
   /**
-   * Creates queues or changes their limits; returns how many were created.
-   * With `lower`, a queue that exists only tightens: a lower rate or cap is
-   * taken, looser limits are left as they are (a queue several sites share
-   * keeps the strictest of them, however callers race).
+   * Creates queues or changes their limits (each kept no faster than its floor
+   * and a longer learned pace; one left as it is not written); returns how
+   * many were created. `lower`: an existing queue only tightens (a queue
+   * several sites share keeps the strictest, however callers race).
+   * `floorMs`: sets the floor too (0 lifts it), the interval kept whatever
+   * rates later calls give (a Crawl-delay a second kickoff must not undo).
    */
-  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number; lower?: boolean } = {}): Promise<number> {
+  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number; lower?: boolean; floorMs?: number } = {}): Promise<number> {
     validateArenaName(arena);
     const maxAttempts = options.maxAttempts === undefined ? '' : checkInt('maxAttempts', options.maxAttempts, 1, LIMITS.maxAttempts);
-    const specs: (string | number)[][] = [];
-    for (const [queue, limit] of Object.entries(limits)) {
-      checkName('queue name', queue);
-      const rate = checkRate(queue, limit?.rate);
-      const cap = checkInt(`maxInFlight of queue ${queue}`, limit.maxInFlight ?? 0, 0, LIMITS.maxInFlight);
-      specs.push([queue, rate, cap]);
-    }
+    const floor = options.floorMs === undefined ? null : options.lower ? bad('setLimits: lower and floorMs do not go together') : floorMicros(options.floorMs);
+    const specs = checkLimits(limits);
     return this.placing(arena, async (layout) => {
       // Each shard gets its queues' specs (and maxAttempts, which every shard keeps).
       const byShard = new Map<string, (string | number)[][]>(layout.tags.map((t) => [t, []]));
@@ -91,7 +88,7 @@ export class ArenaAdmin {
         if (mine.length === 0 && maxAttempts === '') continue;
         for (let i = 0; i === 0 || i < mine.length; i += LIMITS.maxPerCall) {
           const chunk = mine.slice(i, i + LIMITS.maxPerCall);
-          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat(), ...(options.lower ? ['lower'] : [])]));
+          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat(), ...(options.lower ? ['lower'] : floor !== null ? ['floor', floor] : [])]));
         }
       }
       return created;

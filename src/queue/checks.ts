@@ -73,3 +73,22 @@ export function checkDedupe(dedupe: readonly (readonly number[])[] | undefined, 
   }
   return k;
 }
+
+/** A queue's floor as the script takes it: whole µs (rounded up: a floor is never shortened), 0 to 1/minRate s. */
+export function floorMicros(floorMs: unknown): number {
+  const most = 1e3 / LIMITS.minRate;
+  if (typeof floorMs !== 'number' || !Number.isFinite(floorMs) || floorMs < 0 || floorMs > most) bad(`floorMs must be a number in [0, ${most}], got ${String(floorMs)}`);
+  return Math.ceil(floorMs * 1000);
+}
+
+/** Each queue's [name, rate, maxInFlight] as setLimits' script takes them. */
+export function checkLimits(limits: Record<string, { rate?: unknown; maxInFlight?: number | undefined } | undefined>): (string | number)[][] {
+  const specs: (string | number)[][] = [];
+  for (const [queue, limit] of Object.entries(limits)) {
+    checkName('queue name', queue);
+    const rate = checkRate(queue, limit?.rate);
+    const cap = checkInt(`maxInFlight of queue ${queue}`, limit?.maxInFlight ?? 0, 0, LIMITS.maxInFlight);
+    specs.push([queue, rate, cap]);
+  }
+  return specs;
+}

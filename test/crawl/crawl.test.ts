@@ -279,6 +279,9 @@ describe('the arena afterwards', () => {
   it('a second kickoff enqueues nothing twice', async () => {
     const r = await kickoff(world.redis, seedFor('fixture'));
     assert.equal(r.enqueued, 0);
+    // Its limits set again from the seed, B's Crawl-delay (robots.txt, cached for a day: not read again) still stands.
+    const b = (await crawlStats(world.redis, 'fixture')).domains.find((d) => d.domain === site('B').key);
+    assert.ok(b && b.rateLimit !== 'unlimited' && b.rateLimit <= 5 + 1e-9, `B limit after a second kickoff: ${String(b?.rateLimit)}`);
   });
 });
 

@@ -109,6 +109,61 @@ describe('reportPace', () => {
     assert.equal(iv, 2000);
   });
 
+  it('setLimits keeps a learned pace longer than the rate it sets, and its floor (a Crawl-delay) whatever rate later calls give; floorMs 0 lifts it', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const stats = async (name: string): Promise<[unknown, unknown]> => {
+      const s = (await q.namedQueueStats(arena, [name]))[0];
+      return [s?.rate, s?.pace];
+    };
+    await q.setLimits(arena, { a: { rate: 10 }, b: { rate: 10 } });
+    // a learns 1 s; its limits set again (a second kickoff's) do not undo it.
+    assert.equal(await q.reportPace(arena, 'a', { ms: 500, healthy: true, ...BOUNDS }), 1000);
+    await q.setLimits(arena, { a: { rate: 10 } });
+    assert.deepEqual(await stats('a'), [10, 1]);
+    // Set to 0.5/s, slower than the pace: the rate rules.
+    await q.setLimits(arena, { a: { rate: 0.5 } });
+    assert.deepEqual(await stats('a'), [0.5, 0.5]);
+    // b gets a floor of 200 ms (5/s): its rate is written as the floor's.
+    await q.setLimits(arena, { b: { rate: 10 } }, { floorMs: 200 });
+    assert.deepEqual(await stats('b'), [5, 5]);
+    // Set again at 50/s, as a seed's limits are by every kickoff: the floor stands.
+    await q.setLimits(arena, { b: { rate: 50 } });
+    assert.deepEqual(await stats('b'), [5, 5]);
+    // A slower rate than the floor rules; the floor still stands under it.
+    await q.setLimits(arena, { b: { rate: 2 } });
+    assert.deepEqual(await stats('b'), [2, 2]);
+    await q.setLimits(arena, { b: { rate: 50 } });
+    assert.deepEqual(await stats('b'), [5, 5]);
+    // Lifted: the rate given again.
+    await q.setLimits(arena, { b: { rate: 50 } }, { floorMs: 0 });
+    assert.deepEqual(await stats('b'), [50, 50]);
+    // A queue made with a floor starts at it.
+    assert.equal(await q.setLimits(arena, { c: { rate: 'unlimited' } }, { floorMs: 1000 }), 1);
+    assert.deepEqual(await stats('c'), [1, 1]);
+    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, { floorMs: -1 }), /floorMs must be/);
+    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, { floorMs: 1, lower: true }), /do not go together/);
+  });
+
+  it('setLimits writes nothing for a queue whose limits stay as they are', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 7, maxInFlight: 2 }, b: { rate: 1 } });
+    await q.enqueue(arena, 'a', ['x']);
+    // Writes by any script, counted by Redis (commandstats counts the commands scripts run).
+    const writes = async (): Promise<number> => {
+      const info = await fx.redis.info('commandstats');
+      return [...info.matchAll(/cmdstat_(?:hset|hdel|zadd|zrem):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const w0 = await writes();
+    await q.setLimits(arena, { a: { rate: 7, maxInFlight: 2 }, b: { rate: 1 } });
+    assert.equal((await writes()) - w0, 0, 'the same limits again: nothing written');
+    const w1 = await writes();
+    await q.setLimits(arena, { a: { rate: 7, maxInFlight: 3 } });
+    assert.ok((await writes()) - w1 > 0, "a's cap changed: written");
+    assert.equal((await q.namedQueueStats(arena, ['a']))[0]?.maxInFlight, 3);
+  });
+
   it('bad reports are refused before anything is written', async () => {
     const q = fx.queue();
     const arena = freshArena();

@@ -122,10 +122,9 @@ export class RobotsFetcher {
       const entries = Object.entries(all);
       const queues = await Promise.all(entries.map(([o]) => scope.queueOf(`${o}/`)));
       const delays = entries.filter((_, i) => queues[i] === domain).map(([, d]) => Number(d));
-      // A tiny Crawl-delay (0.0000000001) must not ask for more than the queue can keep.
-      const byDelay = Math.min(LIMITS.maxRate, 1 / Math.max(...delays));
-      const rate = configured.rate === 'unlimited' ? byDelay : Math.min(configured.rate, byDelay);
-      await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: configured.maxInFlight } });
+      // The queue keeps the delay as its floor: a seed's limits set again (a
+      // second kickoff) keep it, though robots.txt is not read again for a day.
+      await queue.setLimits(seed.arena, { [domain]: configured }, { floorMs: 1000 * Math.max(...delays) });
       const again = await redis.hgetall(keys.crawlDelays);
       if (Object.keys(again).length === Object.keys(all).length) break;
     }
