@@ -12,9 +12,13 @@
   then, optionally, one of
     'lower': a queue that exists only tightens (record.lua qlower: a lower
            rate, a lower cap; looser limits are left as they are);
-    'floor', µs: the queues' floor (0 lifts it): the longest interval they
-           keep whatever rate a later call gives them (a site's own request:
-           robots.txt's Crawl-delay), kept in field "<qid>:floor";
+    'floor', source, µs: a floor asked by `source` (1..512 bytes, no
+           newline, not '*'; µs 0 withdraws it): the queue keeps the longest
+           of its sources' floors as its shortest interval, whatever rate a
+           later call gives it (a site's own request: each of its origins'
+           robots.txt Crawl-delay). Field "<qid>:floor": "<µs> <source>"
+           lines, at most MAX_FLOOR_SOURCES; a source past them is merged
+           into the line of source '*', which is never withdrawn;
   without either, a queue's limits become the ones given, but its interval
   stays at least its floor (the rate then written down as the floor's) and
   at least the pace it learned (pace.lua, field "<qid>:pace"). A queue whose
@@ -31,13 +35,53 @@ if ARGV[2] ~= '' then max_att = int_arg(2, 'maxAttempts', 1, MAX_ATTEMPTS) end
 local n = int_arg(3, 'n', 0, MAX_PER_CALL)
 local mode = ARGV[4 + 3 * n]
 local lower = mode == 'lower' and #ARGV == 4 + 3 * n
-local floor_us = nil
-if mode == 'floor' and #ARGV == 5 + 3 * n then
+local floor_us, floor_source = nil, nil
+if mode == 'floor' and #ARGV == 6 + 3 * n then
+  floor_source = str_arg(5 + 3 * n, 'floor source', 2 * MAX_NAME_BYTES, false)
+  if floor_source == '*' or sfind(floor_source, '\n', 1, true) then raise('WEIR_BAD_ARGS', "floor source must not be '*' or hold a newline") end
   -- (A floor under the fastest rate's interval is no floor: 0 or at least that.)
-  floor_us = int_arg(5 + 3 * n, 'floor', 0, 1000000 / MIN_RATE)
-  if floor_us > 0 and floor_us < 1000000 / MAX_RATE then raise('WEIR_BAD_ARGS', 'floor must be 0 or at least ' .. fmt(1000000 / MAX_RATE) .. ' µs, got ' .. ARGV[5 + 3 * n]) end
+  floor_us = int_arg(6 + 3 * n, 'floor', 0, 1000000 / MIN_RATE)
+  if floor_us > 0 and floor_us < 1000000 / MAX_RATE then raise('WEIR_BAD_ARGS', 'floor must be 0 or at least ' .. fmt(1000000 / MAX_RATE) .. ' µs, got ' .. ARGV[6 + 3 * n]) end
 elseif not lower then
-  argc(3 + 3 * n, "shards maxAttempts n [name rate maxInFlight]... ['lower' | 'floor' µs]")
+  argc(3 + 3 * n, "shards maxAttempts n [name rate maxInFlight]... ['lower' | 'floor' source µs]")
+end
+
+-- Sources a queue keeps floors of, one line each; more are merged into '*'.
+local MAX_FLOOR_SOURCES = 64
+
+-- A "<qid>:floor" field's lines as { source, µs } (a line without a source,
+-- as the field was first written, is '*'), and the largest µs.
+local function floors_of(text)
+  local out, top, at = {}, 0, 1
+  while text and at <= #text do
+    local nl = sfind(text, '\n', at, true) or #text + 1
+    local line = ssub(text, at, nl - 1)
+    local sp = sfind(line, ' ', 1, true)
+    local us = tonumber(sp and ssub(line, 1, sp - 1) or line) or 0
+    out[#out + 1] = { sp and ssub(line, sp + 1) or '*', us }
+    top = mmax(top, us)
+    at = nl + 1
+  end
+  return out, top
+end
+
+-- The field with `source`'s floor set to `us` (0: withdrawn; nil when no
+-- line is left), and the floor it gives.
+local function floors_with(text, source, us)
+  local lines, merged = {}, 0
+  for _, f in ipairs((floors_of(text))) do
+    if f[1] == '*' then merged = mmax(merged, f[2]) elseif f[1] ~= source then lines[#lines + 1] = f end
+  end
+  if us > 0 then
+    if #lines < MAX_FLOOR_SOURCES then lines[#lines + 1] = { source, us } else merged = mmax(merged, us) end
+  end
+  local out, top = {}, merged
+  for i, f in ipairs(lines) do
+    out[i] = fmt(f[2]) .. ' ' .. f[1]
+    top = mmax(top, f[2])
+  end
+  if merged > 0 then out[#out + 1] = fmt(merged) .. ' *' end
+  return #out > 0 and tconcat(out, '\n') or nil, top
 end
 ensure_schema()
 check_shards(1)
@@ -86,15 +130,16 @@ end
 
 for i, s in ipairs(specs) do
   local qid = qid_made(s[1]) or qids[i] or nil
-  local floor = floor_us or 0
   if not qid then
     -- (Made empty: in neither `ready` nor `sched`, nothing to place.)
+    local text, floor = nil, 0
+    if floor_us then text, floor = floors_with(nil, floor_source, floor_us) end
     if floor > s[3] then
       qid = qcreate(s[1], interval_rate(floor), floor, s[4])
     else
       qid = qcreate(s[1], s[2], s[3], s[4])
     end
-    if floor > 0 then defer_hset(qid .. ':floor', fmt(floor)) end
+    if text then defer_hset(qid .. ':floor', text) end
     created = created + 1
   elseif lower then
     qlower(qid, qstate(qid), s[2], s[3], s[4])
@@ -109,11 +154,15 @@ for i, s in ipairs(specs) do
     else
       st = qstate(qid)
     end
+    local floor = 0
     if floor_us then
-      if floor_us > 0 then defer_hset(qid .. ':floor', fmt(floor_us)) elseif floor_was then defer_hdel(qid .. ':floor') end
-      if a then got[a + 3] = floor_us > 0 and fmt(floor_us) or false end
+      local text
+      text, floor = floors_with(floor_was, floor_source, floor_us)
+      if text then defer_hset(qid .. ':floor', text) elseif floor_was then defer_hdel(qid .. ':floor') end
+      if a then got[a + 3] = text or false end
     elseif floor_was then
-      floor = tonumber(floor_was) or 0
+      local _, top = floors_of(floor_was)
+      floor = top
     end
     local rate_s, configured = s[2], s[3]
     if floor > configured then rate_s, configured = interval_rate(floor), floor end

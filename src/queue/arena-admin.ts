@@ -5,7 +5,7 @@
  * (queue.ts) adds enqueue, dequeue and leases on top.
  */
 import { deadAcross, leftOutSmaller, nextCursor, sortByRank, splitCursor, sumArenaStats } from './arena-wide.js';
-import { bad, checkInt, checkLimits, checkName, floorMicros } from './checks.js';
+import { bad, checkFloor, checkInt, checkLimits, checkName } from './checks.js';
 import { unlinkNamespace } from './clear.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
@@ -14,7 +14,7 @@ import { holdsForReport, LIMITS } from './limits.js';
 import { decodeDead, decodeOutcome, decodeRanks, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptArg, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
-import type { ArenaStats, DeadItem, Lease, LeaseOutcome, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
+import type { ArenaStats, DeadItem, FloorRequest, Lease, LeaseOutcome, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
 
 export class ArenaAdmin {
   protected readonly scripts: ScriptRunner;
@@ -71,13 +71,14 @@ export class ArenaAdmin {
    * and a longer learned pace; one left as it is not written); returns how
    * many were created. `lower`: an existing queue only tightens (a queue
    * several sites share keeps the strictest, however callers race).
-   * `floorMs`: sets the floor too (0 lifts it), the interval kept whatever
-   * rates later calls give (a Crawl-delay a second kickoff must not undo).
+   * `floor`: `source` asks the queues for an interval of at least `ms` (0
+   * withdraws it); each keeps the longest its sources ask, whatever rates
+   * later calls give (Crawl-delays, by origin, that a second kickoff must not undo).
    */
-  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number; lower?: boolean; floorMs?: number } = {}): Promise<number> {
+  async setLimits(arena: string, limits: Record<string, QueueLimit>, options: { maxAttempts?: number; lower?: boolean; floor?: FloorRequest } = {}): Promise<number> {
     validateArenaName(arena);
     const maxAttempts = options.maxAttempts === undefined ? '' : checkInt('maxAttempts', options.maxAttempts, 1, LIMITS.maxAttempts);
-    const floor = options.floorMs === undefined ? null : options.lower ? bad('setLimits: lower and floorMs do not go together') : floorMicros(options.floorMs);
+    const floor = options.floor === undefined ? null : options.lower ? bad('setLimits: lower and floor do not go together') : checkFloor(options.floor);
     const specs = checkLimits(limits);
     return this.placing(arena, async (layout) => {
       // Each shard gets its queues' specs (and maxAttempts, which every shard keeps).
@@ -88,7 +89,7 @@ export class ArenaAdmin {
         if (mine.length === 0 && maxAttempts === '') continue;
         for (let i = 0; i === 0 || i < mine.length; i += LIMITS.maxPerCall) {
           const chunk = mine.slice(i, i + LIMITS.maxPerCall);
-          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat(), ...(options.lower ? ['lower'] : floor !== null ? ['floor', floor] : [])]));
+          created += Number(await this.run('setLimits', tag, [layout.shards, maxAttempts, chunk.length, ...chunk.flat(), ...(options.lower ? ['lower'] : floor !== null ? ['floor', ...floor] : [])]));
         }
       }
       return created;

@@ -74,11 +74,15 @@ export function checkDedupe(dedupe: readonly (readonly number[])[] | undefined, 
   return k;
 }
 
-/** A queue's floor as the script takes it: whole µs (rounded up: a floor is never shortened), 0 to 1/minRate s. */
-export function floorMicros(floorMs: unknown): number {
+/** A floor request as the script takes it: its source, and whole µs (rounded up: a floor is never shortened), 0 to 1/minRate s. */
+export function checkFloor(floor: { source: unknown; ms: unknown }): [string, number] {
+  const { source, ms } = floor;
+  if (typeof source !== 'string' || source === '' || source === '*' || source.includes('\n') || Buffer.byteLength(source) > 2 * LIMITS.maxNameBytes) {
+    bad(`floor source must be 1..${2 * LIMITS.maxNameBytes} bytes, no newline, not '*'`);
+  }
   const most = 1e3 / LIMITS.minRate;
-  if (typeof floorMs !== 'number' || !Number.isFinite(floorMs) || floorMs < 0 || floorMs > most) bad(`floorMs must be a number in [0, ${most}], got ${String(floorMs)}`);
-  return Math.ceil(floorMs * 1000);
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > most) bad(`floor ms must be a number in [0, ${most}], got ${String(ms)}`);
+  return [source, Math.ceil(ms * 1000)];
 }
 
 /** Each queue's [name, rate, maxInFlight] as setLimits' script takes them. */

@@ -12,6 +12,7 @@ export type {
   EnqueueOptions,
   DequeueResult,
   FairQueueOptions,
+  FloorRequest,
   Lease,
   LeaseOutcome,
   PaceReport,

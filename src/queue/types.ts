@@ -12,6 +12,14 @@ export interface QueueLimit {
   maxInFlight?: number;
 }
 
+/** A shortest interval asked of queues by one source (setLimits' `floor`): each queue keeps the longest its sources ask. */
+export interface FloorRequest {
+  /** Who asks (the crawler: a site's origin, for its robots.txt Crawl-delay); 1..512 bytes, no newline, not '*'. */
+  source: string;
+  /** The interval, ms; 0 withdraws this source's floor. */
+  ms: number;
+}
+
 export interface Lease {
   readonly arena: string;
   /** The hash tag of the arena's shard it came from (the arena's name when it has one shard): where its commit goes. */

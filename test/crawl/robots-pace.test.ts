@@ -10,14 +10,16 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { crawlStats } from '../../src/crawl/counters/stats.js';
 import { kickoff } from '../../src/crawl/kickoff.js';
+import { crawlKeys } from '../../src/crawl/store/index.js';
 import { ownedLock } from '../../src/crawl/store/owned-lock.js';
 import { ROBOTS } from '../../src/crawl/robots/cache.js';
 import { RobotsHold } from '../../src/crawl/robots/slot.js';
 import type { RobotsGate } from '../../src/crawl/robots/gate.js';
 import { storableSeed, validateSeed } from '../../src/crawl/seed/seed.js';
 import { CrawlWorker } from '../../src/crawl/worker.js';
-import type { FairQueue } from '../../src/queue/index.js';
+import { FairQueue } from '../../src/queue/index.js';
 import { cliBundle } from '../helpers/cli-bundle.js';
 import { html, requestTimes, smallestGap, type Handler } from '../helpers/web.js';
 import { useCrawlWorld } from '../helpers/world.js';
@@ -110,6 +112,37 @@ describe('robots.txt and the pace', () => {
     const heldMs = again.at - killedAt;
     assert.ok(heldMs < ROBOTS.lockMs + 3000, `the domain was held ${(heldMs / 1000).toFixed(1)} s after the kill (lock and pause ${ROBOTS.lockMs / 1000} s)`);
     assert.equal(world.web.of('K').filter((r) => r.path !== '/robots.txt').length, 4, 'then every page');
+  });
+
+  it('a Crawl-delay stands through a second kickoff, and goes when robots.txt, read again, no longer asks for it', async () => {
+    let robots = 'User-agent: *\nCrawl-delay: 0.5\n';
+    const site = await world.web.site('W', {
+      '/robots.txt': (_q, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(robots);
+      },
+      '/': pages,
+    }, (_q, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(html('leaf'));
+    });
+    const seedOf = (start: string): ReturnType<typeof validateSeed> => validateSeed({ arena: 'delaygone', rateLimits: { [site.key]: 20 }, start: [`${site.origin}${start}`], allowPrivateNetworks: true });
+    const rateOf = async (): Promise<unknown> => (await crawlStats(world.redis, 'delaygone')).domains.find((d) => d.domain === site.key)?.rateLimit;
+    await kickoff(world.redis, seedOf('/'));
+    await new CrawlWorker(world.redis, seedOf('/'), { concurrency: 2, exitWhenDone: true }).run();
+    const first = world.web.of('W');
+    assert.ok(smallestGap(first) >= 500, `${smallestGap(first).toFixed(1)} ms under Crawl-delay 0.5: ${requestTimes(first, first[0]?.at ?? 0)}`);
+    assert.equal(await rateOf(), 2);
+    // The seed's limits set again: robots.txt is cached for a day, and its delay still stands.
+    await kickoff(world.redis, seedOf('/'));
+    assert.equal(await rateOf(), 2);
+    // A day later (its cache gone), robots.txt is read again and asks for no delay: the seed's 20/s again.
+    robots = 'User-agent: *\nAllow: /\n';
+    await world.redis.del(crawlKeys('delaygone', new FairQueue(world.redis)).robots(site.origin));
+    await kickoff(world.redis, seedOf('/later'));
+    await new CrawlWorker(world.redis, seedOf('/later'), { concurrency: 2, exitWhenDone: true }).run();
+    assert.equal(world.web.of('W').filter((r) => r.path === '/robots.txt').length, 2);
+    assert.equal(await rateOf(), 20);
   });
 
   it("the end of a robots.txt fetch frees the lock even when moving the domain's pause fails", async () => {

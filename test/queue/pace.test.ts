@@ -109,7 +109,7 @@ describe('reportPace', () => {
     assert.equal(iv, 2000);
   });
 
-  it('setLimits keeps a learned pace longer than the rate it sets, and its floor (a Crawl-delay) whatever rate later calls give; floorMs 0 lifts it', async () => {
+  it('setLimits keeps a learned pace longer than the rate it sets, and the longest floor its sources ask (Crawl-delays by origin) whatever rate later calls give; a floor withdrawn, the next longest', async () => {
     const q = fx.queue();
     const arena = freshArena();
     const stats = async (name: string): Promise<[unknown, unknown]> => {
@@ -124,8 +124,9 @@ describe('reportPace', () => {
     // Set to 0.5/s, slower than the pace: the rate rules.
     await q.setLimits(arena, { a: { rate: 0.5 } });
     assert.deepEqual(await stats('a'), [0.5, 0.5]);
-    // b gets a floor of 200 ms (5/s): its rate is written as the floor's.
-    await q.setLimits(arena, { b: { rate: 10 } }, { floorMs: 200 });
+    // b: one origin asks 200 ms (5/s): its rate is written as the floor's.
+    const floor = (source: string, ms: number): { floor: { source: string; ms: number } } => ({ floor: { source, ms } });
+    await q.setLimits(arena, { b: { rate: 10 } }, floor('https://b', 200));
     assert.deepEqual(await stats('b'), [5, 5]);
     // Set again at 50/s, as a seed's limits are by every kickoff: the floor stands.
     await q.setLimits(arena, { b: { rate: 50 } });
@@ -135,14 +136,27 @@ describe('reportPace', () => {
     assert.deepEqual(await stats('b'), [2, 2]);
     await q.setLimits(arena, { b: { rate: 50 } });
     assert.deepEqual(await stats('b'), [5, 5]);
-    // Lifted: the rate given again.
-    await q.setLimits(arena, { b: { rate: 50 } }, { floorMs: 0 });
+    // A second origin asks 1 s: the longest stands; withdrawn, the first's again; both withdrawn, the rate given.
+    await q.setLimits(arena, { b: { rate: 50 } }, floor('https://www.b', 1000));
+    assert.deepEqual(await stats('b'), [1, 1]);
+    await q.setLimits(arena, { b: { rate: 50 } }, floor('https://www.b', 0));
+    assert.deepEqual(await stats('b'), [5, 5]);
+    await q.setLimits(arena, { b: { rate: 50 } }, floor('https://b', 0));
     assert.deepEqual(await stats('b'), [50, 50]);
+    const ids = await fx.redis.hgetall(arenaKey('weir', arena, 'qids'));
+    assert.equal(await fx.redis.hget(arenaKey('weir', arena, 'queues'), `${ids.b as string}:floor`), null, 'no floor left: no field');
     // A queue made with a floor starts at it.
-    assert.equal(await q.setLimits(arena, { c: { rate: 'unlimited' } }, { floorMs: 1000 }), 1);
+    assert.equal(await q.setLimits(arena, { c: { rate: 'unlimited' } }, floor('https://c', 1000)), 1);
     assert.deepEqual(await stats('c'), [1, 1]);
-    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, { floorMs: -1 }), /floorMs must be/);
-    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, { floorMs: 1, lower: true }), /do not go together/);
+    // Past 64 sources, floors merge into one that is never withdrawn (the longest kept, never a shorter one).
+    for (let i = 0; i < 64; i++) await q.setLimits(arena, { d: { rate: 50 } }, floor(`https://s${i}.d`, 100));
+    await q.setLimits(arena, { d: { rate: 50 } }, floor('https://late.d', 2000));
+    assert.deepEqual(await stats('d'), [0.5, 0.5]);
+    await q.setLimits(arena, { d: { rate: 50 } }, floor('https://late.d', 0));
+    assert.deepEqual(await stats('d'), [0.5, 0.5], 'a merged floor stays');
+    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, floor('https://c', -1)), /floor ms must be/);
+    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, floor('*', 1)), /floor source/);
+    await assert.rejects(q.setLimits(arena, { c: { rate: 1 } }, { ...floor('https://c', 1), lower: true }), /do not go together/);
   });
 
   it('setLimits writes nothing for a queue whose limits stay as they are', async () => {

@@ -55,7 +55,8 @@ export class RobotsFetcher {
     await this.deps.cache.set(origin, state);
     this.deps.log?.info({ origin, robots: state.state, ...(state.state === 'error' ? { reason: state.reason, failures: state.failures } : {}) }, 'robots.txt');
     const delay = state.state === 'rules' && state.rules.crawlDelay !== null && state.rules.crawlDelay > 0 ? Math.min(ROBOTS.maxCrawlDelaySeconds, state.rules.crawlDelay) : null;
-    if (delay !== null) await this.applyCrawlDelay(origin, domain, delay);
+    // (An answer without one withdraws a delay the origin asked before; an error says nothing.)
+    if (delay !== null || state.state !== 'error') await this.applyCrawlDelay(origin, domain, delay);
     return { state, crawlDelay: delay, sitemaps: state.state === 'rules' ? (state.rules.sitemaps ?? []) : [] };
   }
 
@@ -98,16 +99,25 @@ export class RobotsFetcher {
 
   /**
    * Crawl-delay lowers a domain's rate, never raises it; the largest delay
-   * of the domain's origins wins. `domain` is the queue the robots.txt was
-   * fetched for: with perServer, a server's, which takes the lower rate as
-   * any of its sites' limits (setLimits lower: the strictest stands).
+   * of the domain's origins wins: each origin's delay is a floor its queue
+   * keeps (setLimits' `floor`, by origin: exact however workers race, and
+   * kept when a second kickoff sets the seed's limits again). `delaySeconds`
+   * null: robots.txt no longer asks for one, and the origin's floor, if it
+   * had one, is withdrawn. `domain` is the queue the robots.txt was fetched
+   * for: with perServer, a server's, which takes the lower rate as any of
+   * its sites' limits (setLimits lower: the strictest stands, never lifted).
    */
-  private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number): Promise<void> {
+  private async applyCrawlDelay(origin: string, domain: string, delaySeconds: number | null): Promise<void> {
     const { redis, keys, seed, scope, queue } = this.deps;
-    await redis.hset(keys.crawlDelays, origin, String(delaySeconds));
+    if (delaySeconds === null) {
+      // (Most origins never asked: one HDEL says so.)
+      if ((await redis.hdel(keys.crawlDelays, origin)) === 0 || isServerQueue(domain)) return;
+    } else {
+      await redis.hset(keys.crawlDelays, origin, String(delaySeconds));
+    }
     if (isServerQueue(domain)) {
       const own = await scope.limitsOf((await scope.queueOf(`${origin}/`)) ?? '');
-      if (own === null) return;
+      if (own === null || delaySeconds === null) return;
       const byDelay = Math.min(LIMITS.maxRate, 1 / delaySeconds);
       const rate = own.rate === 'unlimited' ? byDelay : Math.min(own.rate, byDelay);
       await queue.setLimits(seed.arena, { [domain]: { rate, maxInFlight: own.maxInFlight } }, { lower: true });
@@ -116,18 +126,7 @@ export class RobotsFetcher {
     }
     const configured = await scope.limitsOf(domain);
     if (configured === null) return;
-    // Recompute from every origin's delay, and again if another worker added one meanwhile.
-    for (let i = 0; i < 3; i++) {
-      const all = await redis.hgetall(keys.crawlDelays);
-      const entries = Object.entries(all);
-      const queues = await Promise.all(entries.map(([o]) => scope.queueOf(`${o}/`)));
-      const delays = entries.filter((_, i) => queues[i] === domain).map(([, d]) => Number(d));
-      // The queue keeps the delay as its floor: a seed's limits set again (a
-      // second kickoff) keep it, though robots.txt is not read again for a day.
-      await queue.setLimits(seed.arena, { [domain]: configured }, { floorMs: 1000 * Math.max(...delays) });
-      const again = await redis.hgetall(keys.crawlDelays);
-      if (Object.keys(again).length === Object.keys(all).length) break;
-    }
-    this.deps.log?.info({ domain, origin, crawlDelay: delaySeconds }, 'Crawl-delay applied');
+    await queue.setLimits(seed.arena, { [domain]: configured }, { floor: { source: origin, ms: 1000 * (delaySeconds ?? 0) } });
+    this.deps.log?.info({ domain, origin, crawlDelay: delaySeconds }, delaySeconds === null ? 'Crawl-delay withdrawn' : 'Crawl-delay applied');
   }
 }
