@@ -52,11 +52,7 @@ local got = rcall('HMGET', K_STATE, qid .. ':rate', qid .. ':pace')
 -- (No ':rate': the record's interval is its rate, args.lua interval_rate;
 -- so for a queue made before rates were stored beside it.)
 local base = got[1] and rate_interval(got[1], name) or st.iv
-local avg, cur = nil, 0
-if got[2] then
-  local _, _, a, c = sfind(got[2], '^([^:]+):(.+)$')
-  avg, cur = tonumber(a), tonumber(c) or 0
-end
+local avg, cur = pace_of(got[2] or nil)
 avg = avg and (avg + WEIGHT * (ms - avg)) or ms
 local target = mmin(max_us, mmax(base, factor * avg * 1000))
 if healthy == '1' then

@@ -39,9 +39,7 @@ local floor_us, floor_source = nil, nil
 if mode == 'floor' and #ARGV == 6 + 3 * n then
   floor_source = str_arg(5 + 3 * n, 'floor source', 2 * MAX_NAME_BYTES, false)
   if floor_source == '*' or sfind(floor_source, '\n', 1, true) then raise('WEIR_BAD_ARGS', "floor source must not be '*' or hold a newline") end
-  -- (A floor under the fastest rate's interval is no floor: 0 or at least that.)
   floor_us = int_arg(6 + 3 * n, 'floor', 0, 1000000 / MIN_RATE)
-  if floor_us > 0 and floor_us < 1000000 / MAX_RATE then raise('WEIR_BAD_ARGS', 'floor must be 0 or at least ' .. fmt(1000000 / MAX_RATE) .. ' µs, got ' .. ARGV[6 + 3 * n]) end
 elseif not lower then
   argc(3 + 3 * n, "shards maxAttempts n [name rate maxInFlight]... ['lower' | 'floor' source µs]")
 end
@@ -49,16 +47,15 @@ end
 -- Sources a queue keeps floors of, one line each; more are merged into '*'.
 local MAX_FLOOR_SOURCES = 64
 
--- A "<qid>:floor" field's lines as { source, µs } (a line without a source,
--- as the field was first written, is '*'), and the largest µs.
+-- A "<qid>:floor" field's "<µs> <source>" lines (floors_with writes them)
+-- as { source, µs }, and the largest µs.
 local function floors_of(text)
   local out, top, at = {}, 0, 1
   while text and at <= #text do
     local nl = sfind(text, '\n', at, true) or #text + 1
-    local line = ssub(text, at, nl - 1)
-    local sp = sfind(line, ' ', 1, true)
-    local us = tonumber(sp and ssub(line, 1, sp - 1) or line) or 0
-    out[#out + 1] = { sp and ssub(line, sp + 1) or '*', us }
+    local sp = sfind(text, ' ', at, true)
+    local us = tonumber(ssub(text, at, sp - 1))
+    out[#out + 1] = { ssub(text, sp + 1, nl - 1), us }
     top = mmax(top, us)
     at = nl + 1
   end
@@ -167,11 +164,8 @@ for i, s in ipairs(specs) do
     local rate_s, configured = s[2], s[3]
     if floor > configured then rate_s, configured = interval_rate(floor), floor end
     -- In force: the configured interval, or a longer pace learned since.
-    local new_iv = configured
-    if pace then
-      local _, _, learned = sfind(pace, ':(.+)$')
-      new_iv = mmax(new_iv, tonumber(learned) or 0)
-    end
+    local _, learned = pace_of(pace)
+    local new_iv = mmax(configured, learned)
     local rate_field = not rate_reads_back(rate_s, new_iv) and rate_s or nil
     if new_iv ~= st.iv or s[4] ~= st.cap or rate_field ~= rate_now then
       -- A lower rate applies from the last serve, not from the next: the next

@@ -23,7 +23,7 @@
   never holds '\0' (setLimits refuses one).
 ]]
 --@include "meta"
-local QCACHE, QDIRTY, QMADE, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qid_made, qcreate, created_flush, qlower, set_rate
+local QCACHE, QDIRTY, QMADE, qnew, qparse, qstate_if_any, qstate, qdirty, records_args, qid_of, qid_made, qcreate, created_flush, qlower, set_rate, pace_of
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   local QFIELDS = { 'q', 'l', 'hc', 'ho', 'tc', 'tn', 'tb', 'fn', 'nx', 'c', 'cap', 'p', 'iv', 'hold', 'd', 'done', 'dead', 'cl' }
@@ -172,6 +172,15 @@ do
     elseif not made then
       defer_hdel(qid .. ':rate')
     end
+  end
+
+  -- A queue's learned pace, field "<qid>:pace" as pace.lua writes it
+  -- ("<avg ms>:<interval µs>"): the smoothed time (nil: none yet) and the
+  -- learned interval (0: none).
+  function pace_of(text)
+    if not text then return nil, 0 end
+    local _, _, a, c = sfind(text, '^([^:]+):(.+)$')
+    return tonumber(a), tonumber(c) or 0
   end
 
   -- The queues this call made into the name index. (Not into the backlog
