@@ -25,23 +25,25 @@ export function checkName(kind: string, name: unknown): string {
   return name;
 }
 
-/** The last rate checkRate wrote, and how (a kickoff's 10,000 new queues of a batch most often share one). */
-let lastRate = NaN;
-let lastRateText = '';
+/** Rates checkRate wrote, and how (a kickoff's 10,000 new queues of a batch most often share a few: a domain file's rates); emptied when it holds RATE_TEXTS_MAX. */
+const rateTexts = new Map<number, string>();
+const RATE_TEXTS_MAX = 256;
 
 /** A rate as the script takes it: 'unlimited', or the number with all 17 significant digits. */
 export function checkRate(queue: string, rate: unknown): string {
   if (rate === 'unlimited') return 'unlimited';
-  if (rate === lastRate) return lastRateText;
+  const known = typeof rate === 'number' ? rateTexts.get(rate) : undefined;
+  if (known !== undefined) return known;
   if (typeof rate !== 'number' || !Number.isFinite(rate) || rate < LIMITS.minRate || rate > LIMITS.maxRate) {
     bad(
       `rate of queue ${queue} must be a number in [${LIMITS.minRate}, ${LIMITS.maxRate}] or 'unlimited', got ${String(rate)}`,
       'WEIR_BAD_RATE',
     );
   }
-  lastRate = rate;
-  lastRateText = rate.toPrecision(17);
-  return lastRateText;
+  if (rateTexts.size >= RATE_TEXTS_MAX) rateTexts.clear();
+  const text = rate.toPrecision(17);
+  rateTexts.set(rate, text);
+  return text;
 }
 
 /** Reasons are cut to maxReasonBytes (at a character boundary), never refused. */

@@ -125,6 +125,17 @@ describe('domain files', () => {
     await heldList.put(keys.map((k) => ({ key: k.key, rate: 5, maxInFlight: 1 })));
     const held = new Scope({ rateLimits: {}, include: [], exclude: [] }, heldList);
     assert.deepEqual((await held.placesOf(urls)).map((p) => p?.key ?? null), got);
+    // A held list of keys none of which names a port (its lookups then skip the URLs' ports), then one that does: each as the same keys inline.
+    const portless = keys.filter((k) => k.port === null);
+    const portlessList = new DomainList(world.redis, 'weir:{domainfiles-prop-portless}:domainlist', 0);
+    assert.equal(await portlessList.keepCopyIfEmpty(keys.length), true);
+    await portlessList.put(portless.map((k) => ({ key: k.key, rate: 5, maxInFlight: 1 })));
+    // (Lengths: two keys of one length can both take a URL, as above.)
+    const placedBy = async (l: DomainList): Promise<(number | null)[]> => (await new Scope({ rateLimits: {}, include: [], exclude: [] }, l).placesOf(urls)).map((p) => p?.key.length ?? null);
+    const inlinePortless = new DomainMatcher(portless);
+    assert.deepEqual(await placedBy(portlessList), urls.map((u) => inlinePortless.match(u)?.key.length ?? null));
+    await portlessList.put(keys.filter((k) => k.port !== null).map((k) => ({ key: k.key, rate: 5, maxInFlight: 1 })));
+    assert.deepEqual(await placedBy(portlessList), got.map((k) => k?.length ?? null));
   });
 
   it('put with onlyNew lists only domains not listed yet, as HSETNX would: a listed one keeps its limits, a domain given twice in a batch its first, across calls of 2,000', async () => {

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
-import { DomainMatcher, hostAndPort, newDomainKey, parseDomainKey, type DomainKey } from '../../src/crawl/urls/domains.js';
+import { DomainMatcher, hostAndPort, nameFlaws, newDomainKey, parseDomainKey, type DomainKey } from '../../src/crawl/urls/domains.js';
 describe('domain keys', () => {
   it('lowercases, punycodes IDNs, brackets IPv6, keeps ports', () => {
     const k = (s: string): string => (parseDomainKey(s) as DomainKey).key;
@@ -26,6 +26,20 @@ describe('domain keys', () => {
         assert.equal(typeof got === 'string' ? null : got.host, valid ? want : null, name);
       }),
       { numRuns: 5000, seed: 33 },
+    );
+  });
+
+  it('nameFlaws finds what the regular expressions it replaced find (empty labels, hyphens at either end, labels of 64 and more, other characters)', () => {
+    const part = fc.stringMatching(/^(?:[a-z0-9]{0,4}|-|\.|\.\.|[a-z]{60,66}|[A-Z_ü]|-[a-z]{1,2}-)$/);
+    fc.assert(
+      fc.property(fc.array(part, { maxLength: 8 }), (parts) => {
+        const name = parts.join('');
+        const ascii = /^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(name);
+        const badLabel = /(?:^|\.)-|-(?:\.|$)|[^.]{64}/.test(name);
+        // (BAD_LABEL is told only of names of ASCII labels, as the regular expression was only tried on those.)
+        assert.deepEqual([(nameFlaws(name) & 1) === 0, ascii ? (nameFlaws(name) & 2) !== 0 : null], [ascii, ascii ? badLabel : null], JSON.stringify(name));
+      }),
+      { numRuns: 5000, seed: 58 },
     );
   });
 

@@ -56,6 +56,9 @@ describe('HashedKeyMap', () => {
       [map.get(host, 4), map.get(host, 6), map.get(host, 6, ':443'), map.get(host, 6, ':80'), map.get(host, 0), map.get('', 0, 'example.test')],
       [3, 1, 2, undefined, undefined, 1],
     );
+    // A name asked with a suffix, then without, then with another (its hash taken up again each time), and a copy of the string.
+    const copy = `www.a.${'example.test'}`;
+    assert.deepEqual([map.get(host, 6, ':443'), map.get(host, 6), map.get(host, 6, ':80'), map.get(copy, 6, ':443'), map.get(copy, 2), map.get(host, 4, ':443')], [2, 1, undefined, 2, undefined, undefined]);
   });
 
   it('refuses a key over its most (the table never grows past it), and still sets those it holds', () => {

@@ -72,6 +72,13 @@ export function candidateKeys(url: URL): string[] {
   return out;
 }
 
+/** Whether a domain key names a port ("example.com:8080", "[::1]:80"): it ends in a colon and digits. */
+function namesPort(key: string): boolean {
+  let i = key.length - 1;
+  while (i >= 0 && key.charCodeAt(i) >= 0x30 && key.charCodeAt(i) <= 0x39) i--;
+  return i < key.length - 1 && key.charCodeAt(i) === 0x3a;
+}
+
 /**
  * The whole list, held in this process: each domain as an 80-bit hash with
  * the index of its limits (hashed-keys.ts; 12 bytes a slot), for a kickoff
@@ -82,6 +89,8 @@ class ListCopy {
   private readonly domains: HashedKeyMap;
   private readonly limits: ListedLimits[] = [];
   private readonly limitIds = new Map<string, number>();
+  /** Whether any key names a port: else a name is not looked up with its URL's port (half of match's lookups, each a likely cache miss in a table of 24 MB). */
+  private portKeys = false;
 
   constructor(expected: number) {
     this.domains = new HashedKeyMap(Math.min(expected, COPY_MAX_KEYS), COPY_MAX_KEYS);
@@ -110,7 +119,7 @@ class ListCopy {
     let from = 0;
     for (let i = 0; i <= MAX_PARENTS; i++) {
       // The name with the URL's port, then without.
-      for (let w = 0; w < 2; w++) {
+      for (let w = this.portKeys ? 0 : 1; w < 2; w++) {
         const suffix = w === 0 ? withPort : '';
         const length = host.length - from + suffix.length;
         if (length <= bestLength) continue;
@@ -134,7 +143,9 @@ class ListCopy {
       this.limits.push({ rate: limits.rate, maxInFlight: limits.maxInFlight });
       this.limitIds.set(code, id);
     }
-    return this.domains.set(key, id);
+    if (!this.domains.set(key, id)) return false;
+    this.portKeys ||= namesPort(key);
+    return true;
   }
 }
 

@@ -31,6 +31,10 @@ class HashedTable {
   private w1 = 0;
   private w2 = 0;
   private w3 = 0;
+  /** The string and start of the last key's first part, and the hash state after it (hash). */
+  private baseOf = '';
+  private baseFrom = -1;
+  private readonly base = { a1: 0, a2: 0, b1: 0, b2: 0 };
 
   constructor(
     /** A map (three words a slot) or a set (two). */
@@ -120,16 +124,41 @@ class HashedTable {
    * The hash words of the string s from `from` on followed by `suffix`
    * (a key made of parts is hashed without being made): cyrb53's steps
    * under two seeds at once, a1 a2 b1 b2 after its finish; the words a1, b1
-   * and, in a map, 16 bits of a2 ^ b2. Never both first words 0.
+   * and, in a map, 16 bits of a2 ^ b2. Never both first words 0. The state
+   * after s[from..] is kept, and taken up again when the next key hashed
+   * has the same s and from (a name looked up with its port, then
+   * without: DomainList's match hashes each name once, not twice).
    */
   private hash(s: string, from = 0, suffix = ''): void {
-    let a1 = 0xdeadbeef ^ SEED_A;
-    let a2 = 0x41c6ce57 ^ SEED_A;
-    let b1 = 0xdeadbeef ^ SEED_B;
-    let b2 = 0x41c6ce57 ^ SEED_B;
-    const n = s.length - from + suffix.length;
-    for (let i = 0; i < n; i++) {
-      const ch = i < s.length - from ? s.charCodeAt(from + i) : suffix.charCodeAt(i - s.length + from);
+    let a1: number, a2: number, b1: number, b2: number;
+    if (s === this.baseOf && from === this.baseFrom) {
+      const base = this.base;
+      a1 = base.a1;
+      a2 = base.a2;
+      b1 = base.b1;
+      b2 = base.b2;
+    } else {
+      a1 = 0xdeadbeef ^ SEED_A;
+      a2 = 0x41c6ce57 ^ SEED_A;
+      b1 = 0xdeadbeef ^ SEED_B;
+      b2 = 0x41c6ce57 ^ SEED_B;
+      for (let i = from; i < s.length; i++) {
+        const ch = s.charCodeAt(i);
+        a1 = Math.imul(a1 ^ ch, 2654435761);
+        a2 = Math.imul(a2 ^ ch, 1597334677);
+        b1 = Math.imul(b1 ^ ch, 2654435761);
+        b2 = Math.imul(b2 ^ ch, 1597334677);
+      }
+      this.baseOf = s;
+      this.baseFrom = from;
+      const base = this.base;
+      base.a1 = a1;
+      base.a2 = a2;
+      base.b1 = b1;
+      base.b2 = b2;
+    }
+    for (let i = 0; i < suffix.length; i++) {
+      const ch = suffix.charCodeAt(i);
       a1 = Math.imul(a1 ^ ch, 2654435761);
       a2 = Math.imul(a2 ^ ch, 1597334677);
       b1 = Math.imul(b1 ^ ch, 2654435761);
