@@ -18,7 +18,7 @@ import type { Command } from 'ioredis';
 import { kickoff, type KickoffOptions, type KickoffResult } from '../../src/crawl/kickoff.js';
 import { ByDomain, DomainList, enqueueUrls, Scope } from '../../src/crawl/links/index.js';
 import { crawlKeys, queuedUrl } from '../../src/crawl/store/index.js';
-import { storableSeed, validateSeed } from '../../src/crawl/seed/index.js';
+import { LINE_FILE_LIMITS, storableSeed, validateSeed } from '../../src/crawl/seed/index.js';
 import { DomainMatcher, parseDomainKey, type DomainKey } from '../../src/crawl/urls/index.js';
 import { FairQueue } from '../../src/queue/index.js';
 import { HostWeb } from '../helpers/host-web.js';
@@ -238,8 +238,8 @@ describe('domain files', () => {
   });
 
   it("at defaultRate, each batch's new domains are listed before any call carries their URLs, though the calls do not wait for the listing's answer; counted across batches in flight", async () => {
-    // Three batches of start URLs (10,000 lines a batch), each URL a domain of its own, no list beforehand.
-    const n = 25_000;
+    // Four and a half batches of start URLs (LINE_FILE_LIMITS.batch lines a batch), each URL a domain of its own, no list beforehand.
+    const n = 4.5 * LINE_FILE_LIMITS.batch;
     const starts = join(world.dir, 'ordered.txt');
     await writeFile(starts, Array.from({ length: n }, (_, i) => `http://o${i}.test/`).join('\n'));
     const listed = new Set<string>();

@@ -217,8 +217,8 @@ export class DomainList {
    * A kickoff that finds the list empty writes all of it (workers never
    * write it): from then on this process holds it too, every domain it
    * puts, and matchAll answers from that copy, asking Redis only the
-   * list's length (a batch of 10,000 start URLs: no field of their hosts'
-   * 40,000 candidate keys read and decoded, no map of the answers made). A
+   * list's length (a batch of 5,000 start URLs: no field of their hosts'
+   * 20,000 candidate keys read and decoded, no map of the answers made). A
    * length other than the copy's means another writer (a second kickoff
    * at once): the copy is dropped and Redis asked again, as it is when the
    * copy would grow past COPY_MAX_KEYS domains. `expected`: domains the
