@@ -134,8 +134,8 @@ class ListCopy {
     return bestId === -1 ? null : { key: host.slice(bestFrom) + bestSuffix, limits: this.limits[bestId] as ListedLimits };
   }
 
-  set(key: string, limits: ListedLimits): boolean {
-    const code = encode(limits);
+  /** Holds `key` with `limits` (`code`: encode(limits), when the caller has it). */
+  set(key: string, limits: ListedLimits, code = encode(limits)): boolean {
     let id = this.limitIds.get(code);
     if (id === undefined) {
       if (this.limits.length >= COPY_MAX_LIMITS) return false;
@@ -167,6 +167,11 @@ class TwoGenerations<V> {
   private bornAt = Date.now();
 
   constructor(private readonly size: number) {}
+
+  /** Whether it keeps anything (a size of 0 keeps nothing). */
+  get keeps(): boolean {
+    return this.size > 0;
+  }
 
   get(k: string): V | undefined {
     return this.newer.get(k) ?? this.older.get(k);
@@ -233,26 +238,28 @@ export class DomainList {
   async put(rows: readonly ({ key: string } & ListedLimits)[], onlyNew = false): Promise<number> {
     if (rows.length === 0) return 0;
     // (The copy changes as the commands are sent: a length asked after them counts them.)
+    // Fields and values, FIELDS_PER_CALL a command, the commands sent together.
+    const values = rows.map(encode);
     if (this.copy) {
-      for (const r of rows) {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as { key: string } & ListedLimits;
         if (onlyNew && this.copy.get(r.key) !== null) continue;
-        if (!this.copy.set(r.key, r)) {
+        if (!this.copy.set(r.key, r, values[i])) {
           this.copy = null;
           break;
         }
       }
     }
-    // Fields and values, FIELDS_PER_CALL a command, the commands sent together.
     const writes: Promise<unknown>[] = [];
     for (let i = 0; i < rows.length; i += FIELDS_PER_CALL) {
       const fields: string[] = [];
-      for (const r of rows.slice(i, i + FIELDS_PER_CALL)) fields.push(r.key, encode(r));
+      for (let j = i; j < Math.min(rows.length, i + FIELDS_PER_CALL); j++) fields.push((rows[j] as { key: string }).key, values[j] as string);
       writes.push(onlyNew ? this.send('EVAL', [PUT_NEW, 1, this.key], fields) : this.send('HSET', [this.key], fields));
     }
     const replies = await Promise.all(writes);
     const added = onlyNew ? replies.reduce<number>((n, r) => n + Number(r), 0) : 0;
-    // (With onlyNew, a domain listed before keeps its limits: those known here stay.)
-    for (const r of rows) if (!onlyNew || !this.byKey.get(r.key)) this.byKey.set(r.key, { rate: r.rate, maxInFlight: r.maxInFlight });
+    // (With onlyNew, a domain listed before keeps its limits: those known here stay. A kickoff keeps no answers.)
+    if (this.byKey.keeps) for (const r of rows) if (!onlyNew || !this.byKey.get(r.key)) this.byKey.set(r.key, { rate: r.rate, maxInFlight: r.maxInFlight });
     return added;
   }
 

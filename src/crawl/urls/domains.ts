@@ -69,6 +69,12 @@ function addressKind(text: string): number {
 export function parseDomainKey(raw: string): DomainKey | string {
   const text = raw.trim();
   if (text === '') return 'is empty';
+  // A name of lowercase ASCII labels, in its own form: no scheme, port, brackets
+  // or address to find, and no other form to take (most of a domain file's lines).
+  const plain = nameFlaws(text);
+  if ((plain & NOT_ASCII_NAME) === 0 && isOwnAsciiForm(text, plain)) {
+    return plain === 0 ? { key: text, host: text, port: null } : `has an invalid host name ${JSON.stringify(text)}`;
+  }
   if (/[/?#@\s]/.test(text) || /^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
     return 'must be a host name or IP address with an optional :port, not a URL';
   }
@@ -142,6 +148,8 @@ export class DomainMatcher {
 
   /** Looks up the host and each parent domain of it (a few map lookups, whatever the number of keys). */
   match(url: URL): DomainKey | null {
+    // (A seed whose domains are all in files has no inline keys: nothing to slice and look up, a URL at a time.)
+    if (this.byHost.size === 0) return null;
     const { host, port } = hostAndPort(url);
     let best: { key: DomainKey; rank: number } | null = null;
     for (let at = -1, self = true; ; self = false) {
