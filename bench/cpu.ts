@@ -104,6 +104,14 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
       if (r.code !== 0) throw new Error(`the floor crawler exited ${r.code}`);
       return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
     },
+    // The floor keeping every exchange in a WARC file as weir writes them (level-1 gzip members, SHA-1 digests), and nothing else: what archiving costs a crawler in Node at least.
+    'floor --warc': async () => {
+      site.reset();
+      await rm(join(dir, 'floor-warc'), { recursive: true, force: true });
+      const r = await timed(process.execPath, [join(ROOT, 'bench/floor-crawl.mjs'), '0', '1', origin], { FLOOR_CHILD: '1', FLOOR_IN_FLIGHT: '8', FLOOR_START: '/index.html', FLOOR_WARC: join(dir, 'floor-warc'), WEIR_BENCH_ERR: err });
+      if (r.code !== 0) throw new Error(`the floor crawler exited ${r.code}`);
+      return { cpuMs: r.cpuMs, pages: pages(), wallMs: r.wallMs };
+    },
     crawlee: async () => {
       site.reset();
       const r = await timed(process.execPath, [join(ROOT, 'bench/crawlee-run.mjs'), `${origin}/index.html`], { BENCH_CONCURRENCY: '8', CRAWLEE_STORAGE_DIR: join(dir, 'crawlee'), WEIR_BENCH_ERR: err });
@@ -124,6 +132,9 @@ export async function cpuBenchmarks(out: Out, dir: string, root: string): Promis
   if (ran('weir', 'wget', 'weir --workers 2')) out('cpu: weir / wget CPU per page', (perPage('weir') / perPage('wget')).toFixed(2), `target ≤ 1.5; with --workers 2: ${(perPage('weir --workers 2') / perPage('wget')).toFixed(2)}`);
   const rate = (name: string): number => median((results[name] ?? []).map((r) => r.pages / (r.wallMs / 1000)));
   if (ran('weir', 'weir --warc')) out('cpu: weir --warc / weir pages/s (wall)', (rate('weir --warc') / rate('weir')).toFixed(2), `target ≥ 0.85; CPU per page ${(perPage('weir --warc') / perPage('weir')).toFixed(2)}×`);
+  // Archiving's floor: the same ratio for a crawler that does nothing else (bench/floor-crawl.mjs FLOOR_WARC), and weir's against it.
+  if (ran('floor', 'floor --warc')) out('cpu: floor --warc / floor pages/s (wall)', (rate('floor --warc') / rate('floor')).toFixed(2), `CPU per page ${(perPage('floor --warc') / perPage('floor')).toFixed(2)}×, ${(perPage('floor --warc') - perPage('floor')).toFixed(2)} ms more a page (weir: ${(perPage('weir --warc') - perPage('weir')).toFixed(2)})`);
+  if (ran('weir', 'weir --warc', 'floor', 'floor --warc')) out("cpu: weir's --warc ratio / the floor's", (rate('weir --warc') / rate('weir') / (rate('floor --warc') / rate('floor'))).toFixed(2), 'what weir keeps of its speed archiving, against what a crawler doing nothing else keeps');
   // (What the last run of each left: weir gzips at level 1, wget at zlib's default, 6.)
   const bytesPerPage = async (name: string, path: string): Promise<string> => {
     const files = (await stat(path)).isDirectory() ? (await readdir(path)).map((f) => join(path, f)) : [path];

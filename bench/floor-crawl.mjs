@@ -16,8 +16,20 @@
  * FLOOR_IN_FLIGHT (default 4) sets the requests in flight a site when RATE
  * is 0, and FLOOR_START (default "/") the path each site's crawl starts
  * from: bench/cpu.ts runs it as weir runs there (8 in flight, /index.html).
+ *
+ * FLOOR_WARC=DIR: the floor of archiving too, the least a WARC of the crawl
+ * takes: each exchange a request and a response record (WARC/1.1, the
+ * request as written, the response's status line, headers and body), each
+ * its own gzip member at level 1 as weir writes them, with SHA-1 block and
+ * payload digests in base32 (node:crypto), written with one synchronous
+ * write an exchange to a file of this process's own in DIR.
  */
 import { spawn } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { Buffer } from 'node:buffer';
+import { mkdirSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { Parser } from 'htmlparser2';
 import { Agent, request } from 'undici';
 
@@ -44,6 +56,48 @@ const inFlight = rate > 0 ? 1 : Number(process.env.FLOOR_IN_FLIGHT ?? 4);
 const startPath = process.env.FLOOR_START ?? '/';
 const agent = new Agent({ connections: Math.max(4, inFlight) });
 const intervalMs = rate > 0 ? 1000 / rate + MARGIN_MS : 0;
+
+const warcFd = process.env.FLOOR_WARC ? (mkdirSync(process.env.FLOOR_WARC, { recursive: true }), openSync(join(process.env.FLOOR_WARC, `floor-${process.pid}.warc.gz`), 'a')) : null;
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+/** RFC 4648 base32 of a 20-byte digest (no padding needed: 160 bits are 32 characters). */
+function base32(bytes) {
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  return out;
+}
+
+const sha1 = (bytes) => `sha1:${base32(createHash('sha1').update(bytes).digest())}`;
+
+/** One WARC record as its own gzip member. */
+function warcMember(type, url, date, id, concurrentTo, block, payload) {
+  const head =
+    `WARC/1.1\r\nWARC-Type: ${type}\r\nWARC-Record-ID: <urn:uuid:${id}>\r\nWARC-Date: ${date}\r\nWARC-Target-URI: ${url}\r\n` +
+    `WARC-Concurrent-To: <urn:uuid:${concurrentTo}>\r\nContent-Type: application/http; msgtype=${type}\r\n` +
+    `WARC-Block-Digest: ${sha1(block)}\r\n${payload ? `WARC-Payload-Digest: ${sha1(payload)}\r\n` : ''}Content-Length: ${block.length}\r\n\r\n`;
+  return gzipSync(Buffer.concat([Buffer.from(head), block, Buffer.from('\r\n\r\n')]), { level: 1 });
+}
+
+/** The exchange archived: the request as undici would write it, the response as received. */
+function archive(url, res, body) {
+  const u = new URL(url);
+  const date = new Date().toISOString();
+  const [requestId, responseId] = [randomUUID(), randomUUID()];
+  const requestBlock = Buffer.from(`GET ${u.pathname}${u.search} HTTP/1.1\r\nhost: ${u.host}\r\nconnection: keep-alive\r\n\r\n`);
+  let head = `HTTP/1.1 ${res.statusCode} ${res.statusCode === 200 ? 'OK' : ''}\r\n`;
+  for (const [k, v] of Object.entries(res.headers)) for (const one of Array.isArray(v) ? v : [v]) head += `${k}: ${one}\r\n`;
+  const responseBlock = Buffer.concat([Buffer.from(`${head}\r\n`), body]);
+  writeSync(warcFd, Buffer.concat([warcMember('request', url, date, requestId, responseId, requestBlock, null), warcMember('response', url, date, responseId, requestId, responseBlock, body)]));
+}
 
 function linksOf(html, base) {
   const out = [];
@@ -80,7 +134,13 @@ async function crawlSite(origin) {
         setTimeout(async () => {
           try {
             const res = await request(url, { dispatcher: agent });
-            const body = await res.body.text();
+            let body;
+            if (warcFd === null) body = await res.body.text();
+            else {
+              const bytes = Buffer.from(await res.body.arrayBuffer());
+              archive(url, res, bytes);
+              body = bytes.toString('utf8');
+            }
             if (res.statusCode === 200 && !url.endsWith('/robots.txt')) {
               pages++;
               for (const l of linksOf(body, url)) {
