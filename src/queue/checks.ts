@@ -25,7 +25,7 @@ export function checkName(kind: string, name: unknown): string {
   return name;
 }
 
-/** Rates checkRate wrote, and how (a kickoff's 10,000 new queues of a batch most often share a few: a domain file's rates); emptied when it holds RATE_TEXTS_MAX. */
+/** Rates checkRate wrote, and how (a kickoff's batch of new queues most often shares a few: a domain file's rates); emptied when it holds RATE_TEXTS_MAX. */
 const rateTexts = new Map<number, string>();
 const RATE_TEXTS_MAX = 256;
 

@@ -237,9 +237,9 @@ export class DomainList {
   /** Lists domains (kickoff); `onlyNew` leaves those already listed as they are. Returns how many were listed now (with onlyNew; else 0). */
   async put(rows: readonly ({ key: string } & ListedLimits)[], onlyNew = false): Promise<number> {
     if (rows.length === 0) return 0;
-    // (The copy changes as the commands are sent: a length asked after them counts them.)
-    // Fields and values, FIELDS_PER_CALL a command, the commands sent together.
+    // (Each row's limits encoded once: the copy's index of them and the list's value.)
     const values = rows.map(encode);
+    // (The copy changes as the commands are sent: a length asked after them counts them.)
     if (this.copy) {
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i] as { key: string } & ListedLimits;
@@ -250,6 +250,7 @@ export class DomainList {
         }
       }
     }
+    // Fields and values, FIELDS_PER_CALL a command, the commands sent together.
     const writes: Promise<unknown>[] = [];
     for (let i = 0; i < rows.length; i += FIELDS_PER_CALL) {
       const fields: string[] = [];

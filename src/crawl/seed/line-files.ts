@@ -19,8 +19,8 @@ import { SeedError } from './checks.js';
  * time; a line longer than `maxLineBytes` is bad. (A kickoff holds two
  * batches in flight, and V8 lets its heap grow with them: at 10,000 lines a
  * kickoff of 10^6 start URLs over as many new domains peaked at 174-197 MiB
- * resident against the 200 MB bound, at 5,000 at 151-154 MiB in the same
- * wall time, and 1,000 domains' 10^6 URLs at 117 MiB against 133.)
+ * resident against the 200 MB bound, at 5,000 at 151-159 MiB in the same
+ * wall time, and 1,000 domains' 10^6 URLs at 117-122 MiB against 133.)
  */
 export const LINE_FILE_LIMITS = { maxBadShare: 0.01, minTolerated: 10, examples: 10, batch: 5_000, maxLineBytes: 8192 } as const;
 
