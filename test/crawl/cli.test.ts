@@ -48,14 +48,22 @@ async function writeSeed(arena: string): Promise<string> {
   return path;
 }
 
-/** The processes whose parent is `pid` (from /proc). */
-async function childPids(pid: number): Promise<number[]> {
+/**
+ * The spare workers whose parent is `pid` (from /proc): children started
+ * with WEIR_SPARE_WORKER=1 in their environment. Not any child: tsx starts
+ * esbuild's service as a child of the command whenever it compiles a
+ * changed file, and a child forked but not yet exec'd has its parent's
+ * environment, which lacks the variable.
+ */
+async function spareWorkers(pid: number): Promise<number[]> {
   const found: number[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     // Field 4 of /proc/N/stat, after the command name in parentheses, is the parent's pid.
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(entry));
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== pid) continue;
+    const environ = await readFile(`/proc/${entry}/environ`, 'utf8').catch(() => '');
+    if (environ.split('\0').includes('WEIR_SPARE_WORKER=1')) found.push(Number(entry));
   }
   return found;
 }
@@ -238,7 +246,7 @@ describe('weir CLI', () => {
     const p = weir(['crawl', path, '--redis', world.server.url], { WEIR_LOG_LEVEL: 'info' });
     p.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     let early: number[] = [];
-    await until(async () => (early = await childPids(p.pid as number)).length > 0);
+    await until(async () => (early = await spareWorkers(p.pid as number)).length > 0);
     assert.equal(early.length, 1, 'one worker process started before the seed was read');
     // Each reader in turn: the command (it says which Redis once it has read the seed), then its worker.
     await writeFile(path, text);
@@ -254,7 +262,7 @@ describe('weir CLI', () => {
     await writeFile(bad, 'arena: sparebad\nrateLimits:\n  a.com: -1\nstart: [http://a.com/]\n');
     const q = weir(['crawl', bad, '--redis', world.server.url]);
     let seen: number[] = [];
-    await until(async () => (seen = await childPids(q.pid as number)).length > 0 || q.exitCode !== null, 10);
+    await until(async () => (seen = await spareWorkers(q.pid as number)).length > 0 || q.exitCode !== null, 10);
     assert.equal(await exited(q), 2);
     assert.equal(seen.length, 1, 'the early worker was started');
     await until(() => !existsSync(`/proc/${seen[0]}`));
