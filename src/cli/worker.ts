@@ -67,6 +67,7 @@ async function workerCommand({ seed: local, url, log }: CommandContext, flags: W
       concurrency: flags.concurrency,
       leaseMs: flags.leaseMs,
       exitWhenDone: flags.exitWhenDone,
+      replylessReports: process.env.WEIR_REPLYLESS_REPORTS !== '0',
       ...(flags.warc ? { warc: flags.warc } : {}),
       logger: log,
       signal: sig.signal,

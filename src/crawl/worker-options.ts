@@ -52,6 +52,8 @@ export interface WorkerOptions {
   lingerMs?: number;
   /** See WORKER_DEFAULTS.spareLeases; 0: each lane takes only its own. */
   spareLeases?: number;
+  /** FairQueueOptions.replylessReports (default true); the command reads WEIR_REPLYLESS_REPORTS=0 as false. */
+  replylessReports?: boolean;
   exitWhenDone?: boolean;
   out?: JsonlWriter;
   logger?: Logger;

@@ -74,6 +74,7 @@ export class CrawlWorker {
       leaseMs: options.leaseMs ?? WORKER_DEFAULTS.leaseMs,
       lingerMs: options.lingerMs ?? WORKER_DEFAULTS.lingerMs,
       spareLeases: Math.min(options.spareLeases ?? WORKER_DEFAULTS.spareLeases, Math.max(0, lanes - 1)),
+      replylessReports: options.replylessReports ?? true,
     });
     this.keys = crawlKeys(seed.arena, this.queue);
     const localSeen = new LocalSeen(seed.bloom.expectedUrls);

@@ -10,11 +10,11 @@ import { unlinkNamespace } from './clear.js';
 import { QueueArgumentError } from './errors.js';
 import { arenaNamespace, layoutKey, shardKey, shardKeys, shardNamespace, validateArenaName } from './keys.js';
 import { Layouts } from './layouts.js';
-import { holdsForReport, LIMITS } from './limits.js';
-import { decodeDead, decodeOutcome, decodeRanks, decodeStats, type StatsReply } from './replies.js';
+import { LIMITS } from './limits.js';
+import { decodeDead, decodeRanks, decodeStats, type StatsReply } from './replies.js';
 import { ScriptRunner, type ScriptArg, type ScriptName } from './scripts.js';
 import { shardOf, type ShardLayout } from './shards.js';
-import type { ArenaStats, DeadItem, FloorRequest, Lease, LeaseOutcome, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
+import type { ArenaStats, DeadItem, FloorRequest, PaceReport, QueueLimit, QueuePage, QueueStats, RedisClient } from './types.js';
 
 export class ArenaAdmin {
   protected readonly scripts: ScriptRunner;
@@ -223,35 +223,6 @@ export class ArenaAdmin {
     checkInt('end', end, 0, Number.MAX_SAFE_INTEGER);
     const [now, moved] = (await this.run('pause', this.tagOf(await this.layout(arena), queue), [queue, ms, end])) as [string, number];
     return { end: Number(now), moved: Number(moved) === 1 };
-  }
-
-  /**
-   * Reports the request of a lease taken with a send window (TakeOptions
-   * sendWindowMs): `wasSent` when it has been written (call as soon after
-   * the write as can be: the queue's next slot is counted from this call's
-   * arrival, plus `marginMs`), false when it never will be. Leases of
-   * queues the send window does not hold (holdsForReport) need no
-   * report. 'stale' when the queue was not waiting for it (reported
-   * already, or its window lapsed).
-   */
-  async sent(lease: Lease, wasSent: boolean, marginMs = 0): Promise<LeaseOutcome> {
-    if (!holdsForReport(lease)) return 'ok';
-    const margin = checkInt('marginUs', Math.round(marginMs * 1000), 0, LIMITS.maxAheadMs * 1000);
-    return this.report(lease, wasSent ? '1' : '0', margin);
-  }
-
-  /**
-   * The lease's request has not gone yet but will (its connection is still
-   * being made): the queue holds its next slot `windowMs` from now, so the
-   * request may still go within that. 'stale' as for sent().
-   */
-  async stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome> {
-    if (!holdsForReport(lease)) return 'ok';
-    return this.report(lease, 'w', checkInt('windowMs', windowMs, 1, LIMITS.maxLeaseMs) * 1000);
-  }
-
-  private async report(lease: Lease, what: '1' | '0' | 'w', us: number): Promise<LeaseOutcome> {
-    return decodeOutcome(await this.run('sent', lease.shard, [lease.queue, Math.round(lease.servedAt * 1000), what, us]));
   }
 
   /** A page of the dead letter, oldest first (with several shards: shard by shard, oldest first in each). */

@@ -1,11 +1,11 @@
-import { ArenaAdmin } from './arena-admin.js';
 import { checkInt, checkItems, checkReason } from './checks.js';
 import { LIMITS } from './limits.js';
 import { decodeOutcome, decodeRetry } from './replies.js';
+import { SendReports } from './send-reports.js';
 import type { Lease, LeaseOutcome, RetryOptions } from './types.js';
 
 /** How a lease ends other than by a commit: handed back, tried again later, dead-lettered, or done and due again later. */
-export class LeaseEnds extends ArenaAdmin {
+export class LeaseEnds extends SendReports {
   /** Hands a lease back unfinished: head of its queue, no attempt counted. */
   async release(lease: Lease): Promise<LeaseOutcome> {
     return decodeOutcome(await this.run('release', lease.shard, [lease.token]));

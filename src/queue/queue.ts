@@ -57,7 +57,7 @@ export class FairQueue extends LeaseEnds {
   private readonly riding: RidingCommits;
 
   constructor(client: RedisClient, options: FairQueueOptions = {}) {
-    super(client, options.prefix ?? DEFAULTS.prefix);
+    super(client, options.prefix ?? DEFAULTS.prefix, options.replylessReports ?? true);
     const linger = checkInt('lingerMs', options.lingerMs ?? 0, 0, LIMITS.maxLingerMs);
     this.dequeues = new Coalescer<TakeRequest, TakeStep>(
       async (key, reqs) => {
@@ -383,10 +383,9 @@ export class FairQueue extends LeaseEnds {
     return 'ok';
   }
 
-  /** Stops local waits and closes the blocking connections this queue opened. The main client is the caller's. */
+  /** Stops local waits and closes the connections this queue opened (blocking waits, send reports). The main client is the caller's. */
   async close(): Promise<void> {
-    // (Calls lingering for company go now, while the client is still the caller's to close;
-    // spare leases are handed back, their items to the heads of their queues.)
+    // (Calls lingering for company go now, while the client is the caller's to close; spares go back to their queues' heads.)
     const spares = this.spares.drain();
     this.riding.flushAll();
     this.dequeues.flushAll();
@@ -395,6 +394,7 @@ export class FairQueue extends LeaseEnds {
     this.waiting.close();
     for (const b of this.blockers.values()) if (b !== this.given) b.disconnect();
     this.blockers.clear();
+    this.scripts.close();
     await Promise.all(spares.map((l) => this.release(l).catch(() => 'stale')));
   }
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fromReplyError } from './errors.js';
 import { luaLimits } from './limits.js';
+import { OneWayCalls } from './one-way.js';
 import { sendEncoded, type ScriptArg } from './script-call.js';
 
 export type { ScriptArg };
@@ -171,6 +172,7 @@ export class ScriptRunner<Extra extends string = never> {
   /** Unknown until the first call tells; 'eval' on a Redis without functions. */
   private mode: 'function' | 'eval' | null = null;
   private loading: Promise<void> | null = null;
+  private readonly oneWay: OneWayCalls;
 
   /** `extra`: scripts beside the queue's own (a benchmark's), in their own library. */
   constructor(
@@ -179,6 +181,23 @@ export class ScriptRunner<Extra extends string = never> {
   ) {
     this.scripts = loadScripts(extra);
     this.library = loadLibrary(extra);
+    this.oneWay = new OneWayCalls(client);
+  }
+
+  /**
+   * Sends the call on a connection that gets no reply (one-way.ts): true
+   * if sent so, false (nothing sent) when the caller must run it as usual.
+   * Only once functions are known to run here: an EVALSHA whose script is
+   * missing would be lost for good, where a missing function is loaded by
+   * the next ordinary call.
+   */
+  sendOneWay(name: ScriptName | Extra, keys: readonly string[], args: readonly ScriptArg[]): boolean {
+    return this.mode === 'function' && this.oneWay.send(this.library.functionOf(name), keys, args);
+  }
+
+  /** Closes what this runner opened of its own (sendOneWay's connections); the client is the caller's. */
+  close(): void {
+    this.oneWay.close();
   }
 
   async run(name: ScriptName | Extra, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {

@@ -4,8 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { FairQueue } from '../../src/queue/index.js';
+import { FairQueue, type Lease } from '../../src/queue/index.js';
 import { SCRIPT_NAMES, arenaKeys } from '../../src/queue/internal.js';
+import { clusterSlot } from '../../src/queue/one-way.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
 import { sleep } from '../helpers/fixture.js';
@@ -117,5 +118,68 @@ describe('Redis Cluster', () => {
     const l = await taking;
     assert.equal(l?.item, 'hello');
     assert.ok(Date.now() - t < 3000);
+  });
+
+  it('sends send reports without a reply to the master of each shard, and the next slots keep to them', async () => {
+    const client = cluster.client();
+    const q = new FairQueue(client);
+    queues.push(q);
+    // The slot weir computes is the one Redis does, hash tags and all.
+    for (const key of ['weir:{alpha}:meta', 'plain', '{}x', 'a{b}c{d}', '{a}', 'weir:{ünïcödé~3}:q', '{{x}}', 'x{']) {
+      assert.equal(clusterSlot(key), Number(await client.cluster('KEYSLOT', key)), key);
+    }
+    const replyCalls = async (): Promise<number> => {
+      let n = 0;
+      for (const node of client.nodes('master')) n += Number(/^cmdstat_client\|reply:calls=(\d+)/m.exec(await node.info('commandstats'))?.[1] ?? 0);
+      return n;
+    };
+    const redisNow = async (): Promise<number> => {
+      const [s, us] = await client.time();
+      return Number(s) * 1000 + Number(us) / 1000;
+    };
+    const arenas = ['ow-alpha', 'ow-bravo', 'ow-charlie', 'ow-delta', 'ow-echo', 'ow-foxtrot'];
+    const masters = new Set<string>();
+    const take = async (arena: string): Promise<Lease> => {
+      for (let i = 0; i < 1000; i++) {
+        const r = await q.dequeue(arena, { sendWindowMs: 10_000, aheadMs: 1000 });
+        if (r.lease) return r.lease;
+        await sleep(5);
+      }
+      throw new Error('no lease in 1,000 calls');
+    };
+    const leases = new Map<string, Lease>();
+    for (const arena of arenas) {
+      const slot = clusterSlot(`weir:{${arena}}:meta`);
+      const owner = ((await client.cluster('SLOTS')) as unknown as [number, number, [string, number]][]).find(([lo, hi]) => slot >= lo && slot <= hi);
+      masters.add(String(owner?.[2][1]));
+      await q.setLimits(arena, { a: { rate: 10 } });
+      await q.enqueue(arena, 'a', ['1', '2', '3']);
+      const first = await take(arena);
+      // The first report to each master opens a link to it and goes the ordinary way.
+      q.reportSent(first, true, 3);
+      leases.set(arena, await take(arena));
+    }
+    assert.equal(masters.size, 3, 'the arenas are on all three masters');
+    await sleep(100);
+    let ordinary = 0;
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- re-bound with .call below
+    const original = ScriptRunner.prototype.run;
+    ScriptRunner.prototype.run = function (this: ScriptRunner, name: string, keys, args) {
+      if (name === 'sent') ordinary++;
+      return original.call(this, name, keys, args);
+    };
+    after(() => {
+      ScriptRunner.prototype.run = original;
+    });
+    for (const arena of arenas) {
+      const sentAt = await redisNow();
+      q.reportSent(leases.get(arena) as Lease, true, 3);
+      const next = await take(arena);
+      assert.ok(next.servedAt >= sentAt + 100 + 3, `${arena}: the next slot ${(next.servedAt - sentAt).toFixed(3)} ms after the report`);
+      assert.ok(next.servedAt - sentAt < 5000, `${arena}: the report arrived (the window is 10 s)`);
+    }
+    ScriptRunner.prototype.run = original;
+    assert.equal(ordinary, 0, 'every report went on a link, none the ordinary way');
+    assert.equal(await replyCalls(), 3, 'one link to each master, each said CLIENT REPLY OFF');
   });
 });

@@ -32,9 +32,8 @@ function fakeQueue(clock: { t: number }, uncertaintyMs = 0, renewalAnswer: 'ok' 
     reports,
     renewals,
     clockOf: () => ({ uncertaintyMs, toRedis: (local: number) => local + 1_000_000, toLocal: (redis: number) => redis - 1_000_000 }),
-    sent: (lease, sent, margin) => {
+    reportSent: (lease, sent, margin) => {
       reports.push({ queue: lease.queue, sent, margin, at: clock.t });
-      return Promise.resolve('ok');
     },
     stillSending: (lease) => {
       renewals.push({ queue: lease.queue, at: clock.t });

@@ -88,7 +88,7 @@ export interface ShardClock {
 /** What the pacer needs of the queue: each shard's clock as seen here, and the send report. */
 export interface SlotQueue {
   clockOf(shard: string): ShardClock;
-  sent(lease: Lease, wasSent: boolean, marginMs?: number): Promise<LeaseOutcome>;
+  reportSent(lease: Lease, wasSent: boolean, marginMs?: number): void;
   stillSending(lease: Lease, windowMs: number): Promise<LeaseOutcome>;
 }
 
@@ -291,6 +291,6 @@ export class SendPacer {
   /** Tells the queue (one call, not awaited: a lost report only holds the next slot to its window's end). */
   report(lease: Lease, wasSent: boolean): void {
     if (!holdsForReport(lease)) return;
-    void this.queue.sent(lease, wasSent, this.margin()).catch(() => undefined);
+    this.queue.reportSent(lease, wasSent, this.margin());
   }
 }
