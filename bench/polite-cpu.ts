@@ -12,6 +12,9 @@
  * htmlparser2, no queue, at 2/s per site and unlimited: what spreading the
  * same work over time costs any Node crawler on this machine. BENCH_CPU_RUNS
  * runs of each (default 3), median shown. Target: polite ≤ 1.05× unlimited.
+ * BENCH_POLITE_REPLIES=1 adds, alternating too, the 2/s crawl with its send
+ * reports on the client's connection, replies read
+ * (WEIR_REPLYLESS_REPORTS=0): what reports without replies save.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -44,14 +47,14 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
     const nodes: Nodes = await make();
     const web = await startSyntheticWeb(Array.from({ length: SITES }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
     let n = 0;
-    const crawl = async (rate: string): Promise<PoliteRun> => {
+    const crawl = async (rate: string, env: Record<string, string> = {}): Promise<PoliteRun> => {
       // A fresh arena per run: nothing of the last one is found again.
       const arena = `polite${n++}`;
       const seedPath = join(dir, `${arena}.yaml`);
       await writeFile(seedPath, [`arena: ${arena}`, 'rateLimits:', ...web.keys.map((k) => `  "${k}": ${rate}`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }', ''].join('\n'));
       web.reset();
       const logPath = join(dir, `${arena}.log`);
-      const r = await timed(process.execPath, [cli, 'crawl', seedPath, '--workers', '4', '--redis', nodes.url], { WEIR_LOG_LEVEL: 'info', WEIR_LOG_FORMAT: 'json', WEIR_BENCH_ERR: logPath });
+      const r = await timed(process.execPath, [cli, 'crawl', seedPath, '--workers', '4', '--redis', nodes.url], { WEIR_LOG_LEVEL: 'info', WEIR_LOG_FORMAT: 'json', WEIR_BENCH_ERR: logPath, ...env });
       if (r.code !== 0) throw new Error(`weir crawl exited ${r.code} (log: ${logPath})`);
       const pages = web.log.filter((e) => e.status === 200 && e.path !== '/robots.txt').length;
       const { dequeues, empty, released, sleeps } = workerCounts(await readFile(logPath, 'utf8'));
@@ -64,12 +67,14 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
       if (r.code !== 0) throw new Error(`the floor crawl exited ${r.code} (log: ${join(dir, 'floor.err')})`);
       return { cpuMs: r.cpuMs, pages: web.log.filter((e) => e.status === 200 && e.path !== '/robots.txt').length };
     };
-    const runs: Record<'2/s' | 'unlimited', PoliteRun[]> = { '2/s': [], unlimited: [] };
+    const replies = process.env.BENCH_POLITE_REPLIES === '1';
+    const runs: Record<'2/s' | 'unlimited' | '2/s, replies read', PoliteRun[]> = { '2/s': [], unlimited: [], '2/s, replies read': [] };
     const floors: Record<'2/s' | 'unlimited', number[]> = { '2/s': [], unlimited: [] };
     try {
       for (let i = 0; i < CPU_RUNS; i++) {
         runs['2/s'].push(await crawl('2'));
         runs.unlimited.push(await crawl('unlimited'));
+        if (replies) runs['2/s, replies read'].push(await crawl('2', { WEIR_REPLYLESS_REPORTS: '0' }));
         // (With the one-node runs only: the floor has no Redis.)
         if (make !== oneNode) continue;
         for (const [label, rate] of [['2/s', 2], ['unlimited', 0]] as const) {
@@ -82,7 +87,7 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
       await nodes.close();
     }
     const perPage = (rs: PoliteRun[]): number => median(rs.map((r) => r.cpuMs / r.pages));
-    for (const [label, rs] of Object.entries(runs)) {
+    for (const [label, rs] of Object.entries(runs).filter(([, rs]) => rs.length > 0)) {
       const per = (f: (r: PoliteRun) => number): string => median(rs.map((r) => f(r) / r.pages)).toFixed(2);
       out(`polite: ${nodes.label}, 100 sites ${label}: CPU per page (ms)`, perPage(rs).toFixed(2), `median of ${rs.length}: ${rs.map((r) => (r.cpuMs / r.pages).toFixed(2)).join(', ')}; ${rs[0]?.pages} pages in ${median(rs.map((r) => r.wallMs / 1000)).toFixed(1)} s; per page ${per((r) => r.dequeues)} dequeue calls, ${per((r) => r.empty)} empty, ${per((r) => r.released)} handed back, ${per((r) => r.sleeps)} sleeps`);
     }
