@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fromReplyError } from './errors.js';
 import { luaLimits } from './limits.js';
-import { OneWayCalls } from './one-way.js';
-import { sendEncoded, type ScriptArg } from './script-call.js';
+import { OneWayCalls, sendEncoded, type ScriptArg } from './script-call.js';
 
 export type { ScriptArg };
 import type { RedisClient } from './types.js';
@@ -185,7 +184,7 @@ export class ScriptRunner<Extra extends string = never> {
   }
 
   /**
-   * Sends the call on a connection that gets no reply (one-way.ts): true
+   * Sends the call on a connection that gets no reply (script-call.ts, OneWayCalls): true
    * if sent so, false (nothing sent) when the caller must run it as usual.
    * Only once functions are known to run here: an EVALSHA whose script is
    * missing would be lost for good, where a missing function is loaded by

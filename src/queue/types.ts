@@ -218,7 +218,7 @@ export interface FairQueueOptions {
   spareLeases?: number;
   /**
    * reportSent's reports go on a connection of their own to each node that
-   * gets no reply (src/queue/one-way.ts; true, the default). false: on the
+   * gets no reply (OneWayCalls in src/queue/script-call.ts; true, the default). false: on the
    * client, replies read and dropped, for a proxy in front of Redis that
    * would pass CLIENT REPLY OFF on to a connection it shares.
    */

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FairQueue, type Lease } from '../../src/queue/index.js';
 import { SCRIPT_NAMES, arenaKeys } from '../../src/queue/internal.js';
-import { clusterSlot } from '../../src/queue/one-way.js';
+import { clusterSlot } from '../../src/queue/script-call.js';
 import { ScriptRunner } from '../../src/queue/scripts.js';
 import { startCluster, type RedisClusterHandle } from '../helpers/redis.js';
 import { sleep } from '../helpers/fixture.js';

@@ -1,5 +1,5 @@
 /**
- * Send reports without a reply (src/queue/one-way.ts): reportSent moves
+ * Send reports without a reply (OneWayCalls, src/queue/script-call.ts): reportSent moves
  * the queue's next slot as sent() does, on a connection of its own that
  * gets no reply; a server that refuses CLIENT REPLY gets them the
  * ordinary way.
