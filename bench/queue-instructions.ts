@@ -15,7 +15,13 @@
  *     same links again, all seen by then;
  *   - the seed design's dequeue+commit (10,000 queues) and enqueue, its
  *     scripts as written;
- *   - a no-op script call (weir's 13 keys): the floor any call pays.
+ *   - a no-op script call (weir's 13 keys): the floor any call pays;
+ *   - and with 64 in flight, as BENCH_PART=cost runs them (its items/s
+ *     ratios, counted here without the noise of two shared cores): 64
+ *     loops of commitAndTake on one deep queue and over 10,000 queues
+ *     (weir merges a turn's calls into one script call), and 64 producers
+ *     of one-item enqueues over 100 and 10,000 queues beside the seed
+ *     design's enqueue (one call an item, 64 in flight).
  * Needs valgrind (Debian: apt-get install valgrind); skipped without it.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,7 +32,7 @@ import { Redis } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
 import { arenaKeys } from '../src/queue/internal.js';
 import { freePort } from '../test/helpers/redis.js';
-import { item } from './queue-cost.js';
+import { commitAndTakeLoops, drive, item } from './queue-cost.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { noopRunner } from '../test/helpers/noop.js';
 
@@ -140,6 +146,51 @@ async function kickoffCase(server: Awaited<ReturnType<typeof startCounted>>, q: 
   out('kickoff: a new queue and its URL: seed design (define_rate_limits, enqueue), per URL', Math.round(seedMade / total).toLocaleString('en-US'), 'its scripts as written, no dedupe');
 }
 
+/**
+ * The cost bench's cases (BENCH_PART=cost), counted: 64 loops of
+ * commitAndTake on one deep queue and over 10,000 (each batch of a turn's
+ * calls one script call), and 64 producers of one-item enqueues over 100
+ * and 10,000 queues, weir beside the seed design. Each arena is filled and
+ * run a while first, so the queues' chunks and the leases in flight are as
+ * the cost bench's are when it counts.
+ */
+async function inFlightCases(server: Awaited<ReturnType<typeof startCounted>>, q: FairQueue, seed: SeedDesignQueue, out: Out): Promise<void> {
+  const warm = 1000;
+  const counted = Number(process.env.BENCH_INFLIGHT_ITEMS ?? 3200);
+  const wide = Array.from({ length: 10_000 }, (_, i) => `q${i}`);
+  await q.setLimits('one64', { q0: { rate: 'unlimited' } });
+  for (let k = 0; k < warm + counted + 100; k += 1000) await q.enqueue('one64', 'q0', Array.from({ length: 1000 }, (_, m) => item(k + m)));
+  await q.setLimits('wide64', Object.fromEntries(wide.map((k) => [k, { rate: 'unlimited' as const }])));
+  for (let k = 0; k < warm + counted + 100; k += 1000) {
+    await q.enqueueAll('wide64', Array.from({ length: 1000 }, (_, m) => ({ queue: wide[(k + m) % wide.length] as string, items: [item(k + m)] })));
+  }
+  const perItem: Record<string, number> = {};
+  for (const arena of ['one64', 'wide64']) {
+    const loops = commitAndTakeLoops(q, arena);
+    await drive(warm, 64, loops.op);
+    perItem[arena] = (await server.count(async () => void (await drive(counted, 64, loops.op)))) / counted;
+    await loops.finish();
+  }
+  const [one, many] = [perItem.one64 as number, perItem.wide64 as number];
+  out('commitAndTake, 64 in flight, one deep queue: weir, per item', Math.round(one).toLocaleString('en-US'), 'a turn of 64 calls: one script call');
+  out('commitAndTake, 64 in flight, 10,000 queues: weir, per item', Math.round(many).toLocaleString('en-US'), `${(one / many).toFixed(2)} of one queue's items per instruction (the cost bench's rate target: ≥ 0.9)`);
+  for (const queues of [100, 10_000]) {
+    const names = Array.from({ length: queues }, (_, i) => `q${i}`);
+    await q.setLimits(`spread${queues}`, Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
+    await seed.defineRateLimits(`seedspread${queues}`, Object.fromEntries(names.map((k) => [k, 1_000_000])));
+    let i = 0;
+    let j = 0;
+    const weirOp = async (): Promise<number> => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)]);
+    const seedOp = async (): Promise<number> => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1);
+    // (Filled first as the cost bench's queues are when it counts: 20 items a queue at 100 queues.)
+    await drive(Math.min(20 * queues, 2000), 64, weirOp);
+    await drive(Math.min(20 * queues, 2000), 64, seedOp);
+    const w = (await server.count(async () => void (await drive(2 * counted, 64, weirOp)))) / (2 * counted);
+    const s = (await server.count(async () => void (await drive(2 * counted, 64, seedOp)))) / (2 * counted);
+    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues, 64 producers: weir, per item`, Math.round(w).toLocaleString('en-US'), `${(w / s).toFixed(2)}× the seed design's ${Math.round(s).toLocaleString('en-US')} (its one call an item also costs the kernel, which this does not count)`);
+  }
+}
+
 export async function queueInstructionBenchmarks(out: Out, n = Number(process.env.BENCH_CALLS ?? 1000)): Promise<void> {
   if (!has('valgrind') || !has('callgrind_control')) {
     out('instructions per call', 'skipped', 'needs valgrind (apt-get install valgrind)');
@@ -238,6 +289,7 @@ export async function queueInstructionBenchmarks(out: Out, n = Number(process.en
       }
     });
     out('dequeue+commit, 10,000 queues: seed design (two calls)', per(seedTake), 'its scripts as written');
+    await inFlightCases(server, q, seed, out);
   } finally {
     await q.close();
     seedClient.disconnect();
