@@ -68,7 +68,13 @@ for i = 1, g do
 end
 local qids = rcall('HMGET', K_QIDS, unpack(names))
 for i = 1, g do
-  if qids[i] then prefetch(qids[i]) end
+  local qid = qids[i]
+  if qid then
+    -- (A queue id is a number: what else the index holds is its keeper,
+    -- under a name with a NUL byte that no queue can have, record.lua.)
+    if #qid > 20 then raise('WEIR_BAD_ARGS', 'queue name must not hold a NUL byte') end
+    prefetch(qid)
+  end
 end
 ensure_schema()
 -- (Before a queue is found unknown: a caller with a stale shard count is

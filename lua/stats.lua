@@ -126,7 +126,8 @@ elseif what == 'names' then
   if #ARGV >= 2 then
     local found = rcall('HMGET', K_QIDS, unpack(ARGV, 2))
     for i = 1, #ARGV - 1 do
-      if found[i] then qids[#qids + 1] = found[i] end
+      -- (A name with a NUL byte is no queue's: record.lua QIDS_KEEPER.)
+      if found[i] and not sfind(ARGV[i + 1], '\0', 1, true) then qids[#qids + 1] = found[i] end
     end
   end
 else

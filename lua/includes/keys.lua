@@ -20,12 +20,14 @@
                                chunk "<qid>:t"
                                (items.lua), and the leases, "<base>.<i>" ->
                                "<qid>:<attempt>:<expiry µs>:<item>" (leases.lua)
-    KEYS[3]  qids      hash    queue name -> qid
+    KEYS[3]  qids      hash    queue name -> qid, and one keeper field that is
+                               no queue's name (record.lua QIDS_KEEPER)
     KEYS[4]  items     hash    a queue's sealed chunks "<qid>:<n>" and front entries "<qid>:f<k>" (items.lua)
     KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin order
     KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
     KEYS[7]  leases    hash    key-schema 2's leases, until the last of them ends
-    KEYS[8]  lexp      zset    lease key -> µs when the lease expires
+    KEYS[8]  lexp      zset    lease key -> µs when the lease expires, and one
+                               keeper member at +inf (leases.lua LEXP_KEEPER)
     KEYS[9]  delayed   zset    token -> µs when a retried item is due
     KEYS[10] delaydata hash    token -> "<qid>:<attempts>:<reasonlen>:<reason><item>"
     KEYS[11] dead      list    JSON records {queue, item, reason, attempts, at}

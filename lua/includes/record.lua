@@ -183,12 +183,22 @@ do
     return tonumber(a), tonumber(c) or 0
   end
 
-  -- The queues this call made into the name index. (Not into the backlog
-  -- index: a new queue is in bucket 0, unwritten; records_args puts one
-  -- that got 16 items or more in its bucket.)
+  -- A field of the name index that is no queue's name (a name never holds
+  -- '\0': setLimits and enqueue refuse one), with a value longer than
+  -- Redis's hash-max-listpack-value (64 bytes by default): the index is a
+  -- hash table from the arena's first queue on. As a listpack (up to
+  -- hash-max-listpack-entries, 512 names by default) it is read from its
+  -- start for every name looked up: an enqueue's, each of a page's domains.
+  local QIDS_KEEPER = '\0weir:keeps-qids-a-hash-table'
+  local QIDS_KEEPER_VALUE = 'a value longer than hash-max-listpack-value, so that the hash is a hash table'
+
+  -- The queues this call made into the name index, with the keeper (an
+  -- arena written by an older release gets it with its next new queue).
+  -- (Not into the backlog index: a new queue is in bucket 0, unwritten;
+  -- records_args puts one that got 16 items or more in its bucket.)
   function created_flush()
     if next(QMADE) == nil then return end
-    local names, n = {}, 0
+    local names, n = { QIDS_KEEPER, QIDS_KEEPER_VALUE }, 2
     for name, qid in pairs(QMADE) do
       names[n + 1], names[n + 2] = name, qid
       n = n + 2

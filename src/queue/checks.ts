@@ -17,11 +17,12 @@ export function checkInt(name: string, v: unknown, min: number, max: number): nu
   return v;
 }
 
-/** Queue names: 1..maxNameBytes bytes, any characters. */
+/** Queue names: 1..maxNameBytes bytes, any characters but NUL (the scripts refuse it too: lua/includes/record.lua). */
 export function checkName(kind: string, name: unknown): string {
   if (typeof name !== 'string' || name.length === 0 || Buffer.byteLength(name) > LIMITS.maxNameBytes) {
     bad(`${kind} must be a non-empty string of at most ${LIMITS.maxNameBytes} bytes`, 'WEIR_BAD_NAME');
   }
+  if (name.includes('\0')) bad(`${kind} must not hold a NUL byte`, 'WEIR_BAD_NAME');
   return name;
 }
 
