@@ -10,7 +10,11 @@
  *   - dequeue+commit with 1 and with 10,000 queues: 64 loops; weir both as
  *     two calls (dequeue, then commit) and as commitAndTake (one call).
  * The seed design's queues get a rate of 1,000,000/s (it has no
- * "unlimited"); weir's are unlimited.
+ * "unlimited"); weir's are unlimited. Each comparison runs BENCH_COST_ROUNDS
+ * rounds (default 3), its contenders alternating, and shows the median
+ * round and the median of the rounds' ratios: on two shared cores a run's
+ * speed moves by a third, and contenders run one after the other saw
+ * different machines. (BENCH_PART=instructions counts the same cases.)
  */
 import type { Redis } from 'ioredis';
 import { type FairQueue, type Lease } from '../src/queue/index.js';
@@ -97,44 +101,67 @@ async function wakeCost(redis: Redis, out: Out): Promise<void> {
   }
 }
 
+/** Rounds of each comparison (BENCH_COST_ROUNDS, default 3): the contenders alternate round by round, on two noisy cores where a run's speed moves by a third. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_COST_ROUNDS ?? 3));
+
+/** The round whose items/s is the median, and every round's items/s. */
+function medianRun(runs: Cost[]): Cost & { all: string } {
+  const sorted = [...runs].sort((a, b) => a.perSecond - b.perSecond);
+  return { ...(sorted[Math.floor(sorted.length / 2)] as Cost), all: runs.map((c) => Math.round(c.perSecond).toLocaleString('en-US')).join(', ') };
+}
+
+/** The median of the rounds' ratios a[k] / b[k] of items/s, and each round's. */
+function ratioOfRounds(a: Cost[], b: Cost[]): { median: number; all: string } {
+  const ratios = a.map((c, k) => c.perSecond / ((b[k] as Cost).perSecond || 1));
+  return { median: [...ratios].sort((x, y) => x - y)[Math.floor(ratios.length / 2)] as number, all: ratios.map((r) => r.toFixed(2)).join(', ') };
+}
+
 export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number, out: Out): Promise<void> {
   await wakeCost(redis, out);
   const seed = new SeedDesignQueue(redis.duplicate());
+  const rounds = ROUNDS > 1 ? `${ROUNDS} alternated rounds` : 'one round';
   for (const queues of [100, 10_000]) {
     const names = Array.from({ length: queues }, (_, i) => `q${i}`);
     await q.setLimits(`spread${queues}`, Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
     await seed.defineRateLimits(`seedspread${queues}`, Object.fromEntries(names.map((k) => [k, 1_000_000])));
     let i = 0;
-    const weir = await measure(redis, n, 64, async () => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)]));
     let j = 0;
-    const theirs = await measure(redis, n, 64, async () => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1));
-    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: weir`, row(weir), `${(weir.perSecond / theirs.perSecond).toFixed(2)}× the seed design's items/s (target ≥ 1.0); Redis CPU per item target ≤ 5 µs`);
-    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: seed design`, row(theirs), 'one call per item, as written');
-  }
-  const rates: Record<string, number> = {};
-  for (const queues of [1, 10_000]) {
-    const arena = queues === 1 ? 'spread100' : 'spread10000';
-    if (queues === 1) {
-      // One queue, as deep as the others together.
-      await q.setLimits('one', { q0: { rate: 'unlimited' } });
-      for (let k = 0; k < 3 * n; k += 1000) await q.enqueue('one', 'q0', Array.from({ length: 1000 }, (_, m) => item(k + m)));
-    } else {
-      // Enough for both weir runs.
-      for (let k = 0; k < 2 * n; k += 1000) await Promise.all(Array.from({ length: 1000 }, (_, m) => q.enqueue(arena, `q${(k + m) % queues}`, [item(k + m)])));
+    const weirRuns: Cost[] = [];
+    const seedRuns: Cost[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      weirRuns.push(await measure(redis, n, 64, async () => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)])));
+      seedRuns.push(await measure(redis, n, 64, async () => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1)));
     }
-    const on = queues === 1 ? 'one' : arena;
-    const twoCalls = await measure(redis, n, 64, async () => {
-      const r = await q.dequeue(on);
-      if (!r.lease) return 0;
-      await q.commit(r.lease);
-      return 1;
-    });
-    const loops = commitAndTakeLoops(q, on);
-    const oneCall = await measure(redis, n, 64, loops.op);
-    await loops.finish();
-    rates[queues] = oneCall.perSecond;
-    out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir, two calls`, row(twoCalls), 'dequeue, then commit');
-    out(`dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir, commitAndTake`, row(oneCall), 'one call per item; Redis CPU per item target ≤ 12 µs');
+    const [weir, theirs, ratio] = [medianRun(weirRuns), medianRun(seedRuns), ratioOfRounds(weirRuns, seedRuns)];
+    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: weir`, row(weir), `${ratio.median.toFixed(2)}× the seed design's items/s, the median of ${rounds} (${ratio.all}; target ≥ 1.0); Redis CPU per item target ≤ 5 µs`);
+    out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: seed design`, row(theirs), `one call per item, as written; items/s by round ${theirs.all}`);
+  }
+  // Items for every round's two weir runs: one queue as deep as all of them, the spread arena topped up past them.
+  const need = 2 * ROUNDS * n;
+  await q.setLimits('one', { q0: { rate: 'unlimited' } });
+  for (let k = 0; k < need + n; k += 1000) await q.enqueue('one', 'q0', Array.from({ length: 1000 }, (_, m) => item(k + m)));
+  for (let k = 0; k < need; k += 1000) await Promise.all(Array.from({ length: 1000 }, (_, m) => q.enqueue('spread10000', `q${(k + m) % 10_000}`, [item(k + m)])));
+  const runs: Record<'twoCalls' | 'oneCall', Record<number, Cost[]>> = { twoCalls: { 1: [], 10_000: [] }, oneCall: { 1: [], 10_000: [] } };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const queues of [1, 10_000]) {
+      const on = queues === 1 ? 'one' : 'spread10000';
+      runs.twoCalls[queues]?.push(
+        await measure(redis, n, 64, async () => {
+          const d = await q.dequeue(on);
+          if (!d.lease) return 0;
+          await q.commit(d.lease);
+          return 1;
+        }),
+      );
+      const loops = commitAndTakeLoops(q, on);
+      runs.oneCall[queues]?.push(await measure(redis, n, 64, loops.op));
+      await loops.finish();
+    }
+  }
+  for (const queues of [1, 10_000]) {
+    const label = `dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir`;
+    out(`${label}, two calls`, row(medianRun(runs.twoCalls[queues] ?? [])), 'dequeue, then commit');
+    out(`${label}, commitAndTake`, row(medianRun(runs.oneCall[queues] ?? [])), `one call per item; Redis CPU per item target ≤ 12 µs; items/s by round ${medianRun(runs.oneCall[queues] ?? []).all}`);
   }
   // The seed design's dequeue+commit, on the spread arena it filled (10,000 queues) and on one queue.
   await seed.defineRateLimits('seedone', { q0: 1_000_000 });
@@ -148,5 +175,6 @@ export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number,
     });
     out(`dequeue+commit, ${label}: seed design`, row(theirs), 'its scripts as written');
   }
-  out('commitAndTake: 10,000 queues vs 1 queue', ((rates[10_000] ?? 0) / (rates[1] ?? 1)).toFixed(2), 'target ≥ 0.9');
+  const ratio = ratioOfRounds(runs.oneCall[10_000] ?? [], runs.oneCall[1] ?? []);
+  out('commitAndTake: 10,000 queues vs 1 queue', ratio.median.toFixed(2), `the median of ${rounds}, each its two runs side by side (${ratio.all}); target ≥ 0.9`);
 }

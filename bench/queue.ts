@@ -11,7 +11,7 @@
  *     queues of about one item refilled after every commit.
  *   - Redis CPU and commands per item, enqueue spread over 100 and 10,000
  *     queues and dequeue+commit, beside the seed design (bench/queue-cost.ts).
- * Options (env): BENCH_N (items per throughput run, default 50000),
+ * Options (env): BENCH_N (items per throughput run, default 50000; per round of the cost part, BENCH_COST_ROUNDS rounds, default 3),
  *   - one arena on a 3-master Redis Cluster beside one node: Redis CPU per
  *     item per master (bench/cluster-cost.ts).
  *   - instructions per call (a redis-server under valgrind's callgrind), one
