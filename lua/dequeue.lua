@@ -87,9 +87,13 @@ local committed, freed = commit_leases(parsed, now)
 -- A call resent after a lost reply finds its commits done already (by the
 -- call it repeats): only a call none of whose commits took can be one, so
 -- only such a call looks.
+-- (The reply's flags made here as '1' and '0': joined as numbers, each
+-- would be printed as a double.)
 local any_committed = false
-for _, c in ipairs(committed) do
+local committed_s = {}
+for i, c in ipairs(committed) do
   if c == 1 then any_committed = true end
+  committed_s[i] = c == 1 and '1' or '0'
 end
 -- (Printed once: the reply's clock, and the serve time of a lease served now.)
 local now_s = fmt(now)
@@ -114,7 +118,7 @@ if not held then leased, last_back = serve(reply, now, now_s, horizon, base, cou
 if not (leased >= count and last_back and last_back.iv == 0) then
   reply[1], reply[2] = wait_reply(now, not held, promised, ahead)
 end
-reply[4] = tconcat(committed)
+reply[4] = tconcat(committed_s)
 if want_ready then reply[5] = rcall('ZCARD', K_READY) end
 -- More is ready than this caller took: pass a wake-up on (when it was woken,
 -- or its commits freed a queue's in-flight cap).

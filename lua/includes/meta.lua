@@ -215,7 +215,7 @@ do
   -- The earliest score in a sorted set, or nil when it is empty (or holds
   -- only a keeper at +inf: leases.lua LEXP_KEEPER).
   function earliest(zkey)
-    local r = rcall('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+    local r = rcall('ZRANGE', zkey, '0', '0', 'WITHSCORES')
     if r[2] and r[2] ~= 'inf' then return tonumber(r[2]) end
     return nil
   end

@@ -18,6 +18,8 @@ do
   -- How many upcoming slots an empty caller may look through for an unclaimed one,
   -- and how long after its slot a claim lapses (a claimant that died).
   local CLAIM_SCAN = 16
+  -- (Ranks for ZRANGE written as strings: a number argument is printed as a double, '%.17g'.)
+  local CLAIM_SCAN_LAST = '15'
   local CLAIM_GRACE_US = 20000
   -- A promise is for a slot as it stood: when a queue's slot moves earlier (a
   -- pause ended early, a send reported), whoever comes first may have it, and
@@ -41,7 +43,7 @@ do
     -- Ready queues first: one not promised yet is promised now; if all are
     -- promised, come back when the first promise lapses (its holder may be gone).
     local w = nil
-    local ready = rcall('ZRANGE', K_READY, 0, CLAIM_SCAN - 1)
+    local ready = rcall('ZRANGE', K_READY, '0', CLAIM_SCAN_LAST)
     for _, qid in ipairs(ready) do
       local st = qstate(qid)
       if st.cl <= now then
@@ -69,7 +71,7 @@ do
     -- The earliest rate slot not promised to another caller.
     -- (None to look at when the bound says `sched` is empty: meta.lua.)
     local slots = {}
-    if mget('schedat') ~= NEVER then slots = rcall('ZRANGE', K_SCHED, 0, CLAIM_SCAN - 1, 'WITHSCORES') end
+    if mget('schedat') ~= NEVER then slots = rcall('ZRANGE', K_SCHED, '0', CLAIM_SCAN_LAST, 'WITHSCORES') end
     for i = 1, #slots, 2 do
       local qid, at = slots[i], tonumber(slots[i + 1])
       if w ~= nil and w <= at then break end
@@ -101,7 +103,7 @@ do
       local q = promised
       -- A rate-limited queue at the head is due: it goes before the promise, which
       -- gives way (its queue keeps its turn and is free for anyone).
-      local head = rcall('ZRANGE', K_READY, 0, 0)[1]
+      local head = rcall('ZRANGE', K_READY, '0', '0')[1]
       if head and head ~= q and qstate(head).iv > 0 and qstate(head).cl <= now then
         if rcall('ZSCORE', K_READY, q) then
           local st = qstate(q)

@@ -59,7 +59,7 @@ do
     local due = rcall('ZRANGEBYSCORE', K_SCHED, '-inf', fmt(horizon), 'LIMIT', 0, PROMOTE_BATCH)
     if #due == 0 then return reset_bound('schedat', K_SCHED) end
     local turn, gap = mget('turn'), mget('gap')
-    local head = rcall('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+    local head = rcall('ZRANGE', K_READY, '0', '0', 'WITHSCORES')
     local first = tonumber(head[2] or turn)
     for i, qid in ipairs(due) do
       rcall('ZREM', K_SCHED, qid)

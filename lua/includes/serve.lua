@@ -28,6 +28,20 @@ do
   -- Weight of the newest serve in the arena's pace estimate (meta 'gap': µs between serves).
   local PACE_WEIGHT = 0.05
 
+  -- A lease's index in its call and its attempt count as strings, each
+  -- printed once for the library's life: joined with `..` as numbers, each
+  -- would be printed as a double ('%.14g', about 1,900 instructions), twice
+  -- for every lease served. (At most SMALL_MAX of them kept: every string
+  -- the library keeps is more for the collector to mark each cycle.)
+  local SMALL, SMALL_MAX = {}, 64
+  local function small_s(n)
+    local s = SMALL[n]
+    if s then return s end
+    s = fmt(n)
+    if n <= SMALL_MAX then SMALL[n] = s end
+    return s
+  end
+
   -- (capped: the queue is left at its in-flight cap with items waiting, so
   -- this lease's commit frees it: see dequeue.lua's reply.)
   -- (The token handed out names the lease's slot, id and queue: leases.lua.)
@@ -164,9 +178,9 @@ do
         if item then
           st.l = st.l + 1
           -- A slot this call's commits freed, else one of its own (leases.lua).
-          local id = base .. '.' .. (leased + 1)
+          local id = base .. '.' .. small_s(leased + 1)
           local slot = take_slot() or id
-          lease_put(slot, lease_record(id, qid, attempts + 1, expires_s, item))
+          lease_put(slot, lease_record(id, qid, small_s(attempts + 1), expires_s, item))
           lease_expiry(slot, expires, expires_s)
           advance(st, served)
           -- A send the caller will report: the next slot waits for it (see "Send window").
@@ -181,7 +195,8 @@ do
         last_back = nil
         if schedulable(st) then
           if due_at(st) <= horizon then
-            rcall('ZADD', K_READY, turn, qid)
+            -- (Printed here as an integer: a number argument is printed as a double, '%.17g'.)
+            rcall('ZADD', K_READY, fmt(turn), qid)
             last_back = st
           else
             sched_add(qid, due_at(st))
