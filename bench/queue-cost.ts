@@ -101,6 +101,24 @@ async function wakeCost(redis: Redis, out: Out): Promise<void> {
   }
 }
 
+/**
+ * The enqueue-spread case over `queues` queues: its two arenas (weir's
+ * queues unlimited, the seed design's at 1,000,000/s: it has no
+ * "unlimited") and an op each for drive(), enqueuing one item a call to the
+ * next queue in turn. (BENCH_PART=instructions counts the same.)
+ */
+export async function spreadEnqueues(q: FairQueue, seed: SeedDesignQueue, queues: number): Promise<{ weir: () => Promise<number>; seed: () => Promise<number> }> {
+  const names = Array.from({ length: queues }, (_, i) => `q${i}`);
+  await q.setLimits(`spread${queues}`, Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
+  await seed.defineRateLimits(`seedspread${queues}`, Object.fromEntries(names.map((k) => [k, 1_000_000])));
+  let i = 0;
+  let j = 0;
+  return {
+    weir: async () => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)]),
+    seed: async () => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1),
+  };
+}
+
 /** Rounds of each comparison (BENCH_COST_ROUNDS, default 3): the contenders alternate round by round, on two noisy cores where a run's speed moves by a third. */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_COST_ROUNDS ?? 3));
 
@@ -121,16 +139,12 @@ export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number,
   const seed = new SeedDesignQueue(redis.duplicate());
   const rounds = ROUNDS > 1 ? `${ROUNDS} alternated rounds` : 'one round';
   for (const queues of [100, 10_000]) {
-    const names = Array.from({ length: queues }, (_, i) => `q${i}`);
-    await q.setLimits(`spread${queues}`, Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
-    await seed.defineRateLimits(`seedspread${queues}`, Object.fromEntries(names.map((k) => [k, 1_000_000])));
-    let i = 0;
-    let j = 0;
+    const ops = await spreadEnqueues(q, seed, queues);
     const weirRuns: Cost[] = [];
     const seedRuns: Cost[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      weirRuns.push(await measure(redis, n, 64, async () => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)])));
-      seedRuns.push(await measure(redis, n, 64, async () => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1)));
+      weirRuns.push(await measure(redis, n, 64, ops.weir));
+      seedRuns.push(await measure(redis, n, 64, ops.seed));
     }
     const [weir, theirs, ratio] = [medianRun(weirRuns), medianRun(seedRuns), ratioOfRounds(weirRuns, seedRuns)];
     out(`enqueue spread over ${queues.toLocaleString('en-US')} queues: weir`, row(weir), `${ratio.median.toFixed(2)}× the seed design's items/s, the median of ${rounds} (${ratio.all}; target ≥ 1.0); Redis CPU per item target ≤ 5 µs`);

@@ -32,7 +32,7 @@ import { Redis } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
 import { arenaKeys } from '../src/queue/internal.js';
 import { freePort } from '../test/helpers/redis.js';
-import { commitAndTakeLoops, drive, item } from './queue-cost.js';
+import { commitAndTakeLoops, drive, item, spreadEnqueues } from './queue-cost.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { noopRunner } from '../test/helpers/noop.js';
 
@@ -175,13 +175,7 @@ async function inFlightCases(server: Awaited<ReturnType<typeof startCounted>>, q
   out('commitAndTake, 64 in flight, one deep queue: weir, per item', Math.round(one).toLocaleString('en-US'), 'a turn of 64 calls: one script call');
   out('commitAndTake, 64 in flight, 10,000 queues: weir, per item', Math.round(many).toLocaleString('en-US'), `${(one / many).toFixed(2)} of one queue's items per instruction (the cost bench's rate target: ≥ 0.9)`);
   for (const queues of [100, 10_000]) {
-    const names = Array.from({ length: queues }, (_, i) => `q${i}`);
-    await q.setLimits(`spread${queues}`, Object.fromEntries(names.map((k) => [k, { rate: 'unlimited' as const }])));
-    await seed.defineRateLimits(`seedspread${queues}`, Object.fromEntries(names.map((k) => [k, 1_000_000])));
-    let i = 0;
-    let j = 0;
-    const weirOp = async (): Promise<number> => q.enqueue(`spread${queues}`, `q${i % queues}`, [item(i++)]);
-    const seedOp = async (): Promise<number> => (await seed.enqueue(`seedspread${queues}`, `q${j % queues}`, item(j++)), 1);
+    const { weir: weirOp, seed: seedOp } = await spreadEnqueues(q, seed, queues);
     // (Filled first as the cost bench's queues are when it counts: 20 items a queue at 100 queues.)
     await drive(Math.min(20 * queues, 2000), 64, weirOp);
     await drive(Math.min(20 * queues, 2000), 64, seedOp);
