@@ -19,6 +19,7 @@
 import type { Redis } from 'ioredis';
 import { type FairQueue, type Lease } from '../src/queue/index.js';
 import { arenaKeys } from '../src/queue/internal.js';
+import { median } from './cpu.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { SeedDesignQueue } from './seed-design.js';
 import { noopRunner } from '../test/helpers/noop.js';
@@ -131,7 +132,7 @@ function medianRun(runs: Cost[]): Cost & { all: string } {
 /** The median of the rounds' ratios a[k] / b[k] of items/s, and each round's. */
 function ratioOfRounds(a: Cost[], b: Cost[]): { median: number; all: string } {
   const ratios = a.map((c, k) => c.perSecond / ((b[k] as Cost).perSecond || 1));
-  return { median: [...ratios].sort((x, y) => x - y)[Math.floor(ratios.length / 2)] as number, all: ratios.map((r) => r.toFixed(2)).join(', ') };
+  return { median: median(ratios), all: ratios.map((r) => r.toFixed(2)).join(', ') };
 }
 
 export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number, out: Out): Promise<void> {
@@ -155,27 +156,28 @@ export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number,
   await q.setLimits('one', { q0: { rate: 'unlimited' } });
   for (let k = 0; k < need + n; k += 1000) await q.enqueue('one', 'q0', Array.from({ length: 1000 }, (_, m) => item(k + m)));
   for (let k = 0; k < need; k += 1000) await Promise.all(Array.from({ length: 1000 }, (_, m) => q.enqueue('spread10000', `q${(k + m) % 10_000}`, [item(k + m)])));
-  const runs: Record<'twoCalls' | 'oneCall', Record<number, Cost[]>> = { twoCalls: { 1: [], 10_000: [] }, oneCall: { 1: [], 10_000: [] } };
+  const one = { queues: 1, arena: 'one', twoCalls: [] as Cost[], oneCall: [] as Cost[] };
+  const many = { queues: 10_000, arena: 'spread10000', twoCalls: [] as Cost[], oneCall: [] as Cost[] };
   for (let r = 0; r < ROUNDS; r++) {
-    for (const queues of [1, 10_000]) {
-      const on = queues === 1 ? 'one' : 'spread10000';
-      runs.twoCalls[queues]?.push(
+    for (const c of [one, many]) {
+      c.twoCalls.push(
         await measure(redis, n, 64, async () => {
-          const d = await q.dequeue(on);
+          const d = await q.dequeue(c.arena);
           if (!d.lease) return 0;
           await q.commit(d.lease);
           return 1;
         }),
       );
-      const loops = commitAndTakeLoops(q, on);
-      runs.oneCall[queues]?.push(await measure(redis, n, 64, loops.op));
+      const loops = commitAndTakeLoops(q, c.arena);
+      c.oneCall.push(await measure(redis, n, 64, loops.op));
       await loops.finish();
     }
   }
-  for (const queues of [1, 10_000]) {
-    const label = `dequeue+commit, ${queues.toLocaleString('en-US')} queue(s): weir`;
-    out(`${label}, two calls`, row(medianRun(runs.twoCalls[queues] ?? [])), 'dequeue, then commit');
-    out(`${label}, commitAndTake`, row(medianRun(runs.oneCall[queues] ?? [])), `one call per item; Redis CPU per item target ≤ 12 µs; items/s by round ${medianRun(runs.oneCall[queues] ?? []).all}`);
+  for (const c of [one, many]) {
+    const label = `dequeue+commit, ${c.queues.toLocaleString('en-US')} queue(s): weir`;
+    const oneCall = medianRun(c.oneCall);
+    out(`${label}, two calls`, row(medianRun(c.twoCalls)), 'dequeue, then commit');
+    out(`${label}, commitAndTake`, row(oneCall), `one call per item; Redis CPU per item target ≤ 12 µs; items/s by round ${oneCall.all}`);
   }
   // The seed design's dequeue+commit, on the spread arena it filled (10,000 queues) and on one queue.
   await seed.defineRateLimits('seedone', { q0: 1_000_000 });
@@ -189,6 +191,6 @@ export async function queueCostBenchmarks(redis: Redis, q: FairQueue, n: number,
     });
     out(`dequeue+commit, ${label}: seed design`, row(theirs), 'its scripts as written');
   }
-  const ratio = ratioOfRounds(runs.oneCall[10_000] ?? [], runs.oneCall[1] ?? []);
+  const ratio = ratioOfRounds(many.oneCall, one.oneCall);
   out('commitAndTake: 10,000 queues vs 1 queue', ratio.median.toFixed(2), `the median of ${rounds}, each its two runs side by side (${ratio.all}); target ≥ 0.9`);
 }

@@ -18,8 +18,9 @@ do
   -- How many upcoming slots an empty caller may look through for an unclaimed one,
   -- and how long after its slot a claim lapses (a claimant that died).
   local CLAIM_SCAN = 16
-  -- (Ranks for ZRANGE written as strings: a number argument is printed as a double, '%.17g'.)
-  local CLAIM_SCAN_LAST = '15'
+  -- (The last rank ZRANGE reads, made a string once, at load: a number
+  -- argument is printed as a double, '%.17g', on every call.)
+  local CLAIM_SCAN_LAST = '' .. (CLAIM_SCAN - 1)
   local CLAIM_GRACE_US = 20000
   -- A promise is for a slot as it stood: when a queue's slot moves earlier (a
   -- pause ended early, a send reported), whoever comes first may have it, and
