@@ -41,6 +41,22 @@ export function stampClock(): StampClock {
   };
 }
 
+/**
+ * This process's stalls while a test runs: a timer ticks every 5 ms, and
+ * each tick later than `overMs` past the one before records the excess
+ * (ms). What lets a pace bound excuse a slot the machine took, not the code.
+ */
+export function stallWatch(overMs: number): { stalls: number[]; stop(): void } {
+  const stalls: number[] = [];
+  let last = performance.now();
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    if (now - last - 5 > overMs) stalls.push(now - last - 5);
+    last = now;
+  }, 5);
+  return { stalls, stop: () => clearInterval(ticker) };
+}
+
 /** A log of arrivals and the function that stamps one (for a site process). */
 export function arrivalLog(): { log: Arrival[]; stamp: (path: string) => void } {
   const log: Arrival[] = [];
