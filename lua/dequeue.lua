@@ -119,7 +119,8 @@ if not (leased >= count and last_back and last_back.iv == 0) then
   reply[1], reply[2] = wait_reply(now, not held, promised, ahead)
 end
 reply[4] = tconcat(committed_s)
-if want_ready then reply[5] = rcall('ZCARD', K_READY) end
+-- (Those below +inf: `ready`'s keeper is no queue, schedule.lua.)
+if want_ready then reply[5] = rcall('ZCOUNT', K_READY, '-inf', '(+inf') end
 -- More is ready than this caller took: pass a wake-up on (when it was woken,
 -- or its commits freed a queue's in-flight cap).
 if ((leased > 0 and woken) or freed) and reply[1] == 0 then signal() end

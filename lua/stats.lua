@@ -120,7 +120,8 @@ if what == 'top' then
     for i = 1, mmin(count, #ranked) do qids[i] = ranked[i].qid end
   end
 elseif what == 'waiting' then
-  qids = rcall('ZRANGE', K_READY, 0, count - 1)
+  -- (By score below +inf: `ready`'s keeper is no queue, schedule.lua.)
+  qids = rcall('ZRANGE', K_READY, '-inf', '(+inf', 'BYSCORE', 'LIMIT', 0, count)
 elseif what == 'names' then
   if #ARGV - 1 > MAX_STATS_PAGE then raise('WEIR_BAD_ARGS', 'at most ' .. MAX_STATS_PAGE .. ' names') end
   if #ARGV >= 2 then

@@ -69,11 +69,6 @@ local K_DELAYED, K_DELAYDATA, K_DEAD, K_WAKE, K_DEDUPE, K_BACKLOG
 -- (Read only to take an older arena on: meta.lua, leases.lua.)
 local K_OLD_META, K_OLD_LEASES
 
--- 3: meta fields and leases are fields of the state hash. 2: a queue's open
--- chunk moved beside its record (items.lua). An arena of version 1 or 2 is
--- taken on as it is used (meta.lua adopt_older_meta).
-local SCHEMA_VERSION = '3'
-
 local function bind_keys(keys)
   if #keys ~= 14 then
     error({ err = 'WEIR_BAD_ARGS expected the 14-key arena block, got ' .. #keys })

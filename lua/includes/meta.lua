@@ -18,6 +18,12 @@
 local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset, mget, mincr, mdel, defer_hset, defer_hdel, flush_meta, lower_bound, bound_passed, earliest, reset_bound, ensure_schema, check_shards, max_attempts
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
+  -- The key-schema version (keys.lua). 3: meta fields and leases are fields
+  -- of the state hash. 2: a queue's open chunk moved beside its record
+  -- (items.lua). An arena of version 1 or 2 is taken on as it is used
+  -- (adopt_older_meta below). (Kept in this block: the includes' top-level
+  -- locals count against Lua's 200, test/queue/scripts.test.ts.)
+  local SCHEMA_VERSION = '3'
   -- Later than any Redis TIME in µs this side of the year 2255: "none".
   NEVER = 9007199254740991
   -- The numbers every call reads and most calls change, packed in field 'm'

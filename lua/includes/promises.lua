@@ -45,6 +45,8 @@ do
     -- promised, come back when the first promise lapses (its holder may be gone).
     local w = nil
     local ready = rcall('ZRANGE', K_READY, '0', CLAIM_SCAN_LAST)
+    -- (`ready`'s keeper, last, is no queue: schedule.lua.)
+    if ready[#ready] == READY_KEEPER then ready[#ready] = nil end
     for _, qid in ipairs(ready) do
       local st = qstate(qid)
       if st.cl <= now then
@@ -105,7 +107,7 @@ do
       -- A rate-limited queue at the head is due: it goes before the promise, which
       -- gives way (its queue keeps its turn and is free for anyone).
       local head = rcall('ZRANGE', K_READY, '0', '0')[1]
-      if head and head ~= q and qstate(head).iv > 0 and qstate(head).cl <= now then
+      if head and head ~= q and head ~= READY_KEEPER and qstate(head).iv > 0 and qstate(head).cl <= now then
         if rcall('ZSCORE', K_READY, q) then
           local st = qstate(q)
           st.cl = 0
@@ -118,6 +120,11 @@ do
     for _ = 1, CLAIM_SCAN + 1 do
       local top = rcall('ZPOPMIN', K_READY)
       if not top[1] then return nil end
+      -- (`ready`'s keeper comes off only when no queue is left: it goes back.)
+      if top[1] == READY_KEEPER then
+        rcall('ZADD', K_READY, '+inf', READY_KEEPER)
+        return nil
+      end
       -- (The queue popped is most likely served: its record and open chunk come in one read.)
       if #passed >= CLAIM_SCAN or qfetch(top[1]).cl <= now then return top[1] end
       passed[#passed + 1] = top

@@ -60,12 +60,19 @@ do
     if #due == 0 then return reset_bound('schedat', K_SCHED) end
     local turn, gap = mget('turn'), mget('gap')
     local head = rcall('ZRANGE', K_READY, '0', '0', 'WITHSCORES')
-    local first = tonumber(head[2] or turn)
+    -- (`ready`'s keeper at +inf heads it only when no queue is ready: schedule.lua.)
+    local first = head[1] ~= READY_KEEPER and tonumber(head[2]) or turn
     for i, qid in ipairs(due) do
       rcall('ZREM', K_SCHED, qid)
       local skipped = gap > 0 and qstate(qid).iv / gap or math.huge
-      -- (+ i/1000: queues placed together keep their slots' order.)
-      rcall('ZADD', K_READY, sformat('%.3f', mmax(turn - skipped, first - 1) + i / 1000), qid)
+      -- (+ i/1000: queues placed together keep their slots' order. The first
+      -- brings the keeper, should `ready` lack it.)
+      local at = sformat('%.3f', mmax(turn - skipped, first - 1) + i / 1000)
+      if i == 1 then
+        rcall('ZADD', K_READY, at, qid, '+inf', READY_KEEPER)
+      else
+        rcall('ZADD', K_READY, at, qid)
+      end
     end
     reset_bound('schedat', K_SCHED)
   end

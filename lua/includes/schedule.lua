@@ -4,9 +4,21 @@
   wake list that tells idle callers there may be work.
 ]]
 --@include "record"
-local signal, sched_add, schedulable, due_at, servable, activate_parked, ready_flush, activate
+local READY_KEEPER, signal, sched_add, schedulable, due_at, servable, activate_parked, ready_flush, activate
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
+  -- `ready`'s keeper: a member at +inf, longer than zset-max-listpack-value,
+  -- so Redis keeps `ready` a skiplist from its first member on (and the key
+  -- never empties, so never turns back). As a listpack of up to 128 queues
+  -- (a crawl of 100 domains), every return of a served queue to its tail read
+  -- every score before it, and each pop moved the rest: 7 % of Redis's
+  -- instructions a page of a 100-domain crawl (docs/scaling.md). It is no
+  -- queue (a qid is digits): the readers of `ready` pass over it (promises.lua,
+  -- promote.lua, serve.lua, stats.lua, dequeue.lua), and it goes in with the
+  -- adds that make a queue ready, so an arena cleared, or written by an older
+  -- release, gets it back with its next ready queue.
+  READY_KEEPER = 'weir:keeps-ready-a-skiplist:a-member-longer-than-zset-max-listpack-value'
+
   -- One wake token at most: an idle worker blocked on `wake` learns there may
   -- be work; a stale token costs one empty dequeue, never a lost item.
   function signal()
@@ -63,7 +75,7 @@ do
         ready_adds[#ready_adds + 1] = turn
         ready_adds[#ready_adds + 1] = qid
       else
-        rcall('ZADD', K_READY, turn, qid)
+        rcall('ZADD', K_READY, turn, qid, '+inf', READY_KEEPER)
       end
       return true
     end
@@ -75,6 +87,9 @@ do
   -- The (turn, qid) pairs activate_parked appended to `ready_adds`, into
   -- `ready` (an enqueue's up to 1,000 queues: one command).
   function ready_flush(ready_adds)
+    if #ready_adds == 0 then return end
+    ready_adds[#ready_adds + 1] = '+inf'
+    ready_adds[#ready_adds + 1] = READY_KEEPER
     for i = 1, #ready_adds, 2000 do
       rcall('ZADD', K_READY, unpack(ready_adds, i, mmin(i + 1999, #ready_adds)))
     end

@@ -131,6 +131,11 @@ do
   local function next_spare(now)
     local top = rcall('ZPOPMIN', K_READY)
     if not top[1] then return nil end
+    -- (`ready`'s keeper comes off only when no queue is left: it goes back.)
+    if top[1] == READY_KEEPER then
+      rcall('ZADD', K_READY, '+inf', READY_KEEPER)
+      return nil
+    end
     local st = qfetch(top[1])
     if st.iv == 0 and st.cl <= now and (st.cap == 0 or st.l + 1 < st.cap) and servable(st, now) then return top[1] end
     rcall('ZADD', K_READY, top[2], top[1])

@@ -1,8 +1,8 @@
 /**
- * The Redis encodings the scripts keep: `lexp` a skiplist and the name
- * index `qids` a hash table from their first members on, by a keeper
- * member no reader sees (lua/includes/leases.lua LEXP_KEEPER, record.lua
- * QIDS_KEEPER). As listpacks (Redis's default for up to 128 sorted-set and
+ * The Redis encodings the scripts keep: `lexp` and `ready` skiplists and
+ * the name index `qids` a hash table from their first members on, by a
+ * keeper member no reader sees (lua/includes/leases.lua LEXP_KEEPER,
+ * schedule.lua READY_KEEPER, record.lua QIDS_KEEPER). As listpacks (Redis's default for up to 128 sorted-set and
  * 512 hash members) every insert or lookup reads them from the start.
  */
 import assert from 'node:assert/strict';
@@ -45,6 +45,48 @@ describe('encodings the scripts keep', () => {
     assert.equal(await q.commit(await must(q.dequeue(arena, { leaseMs: 60_000 }))), 'ok');
     assert.equal((await q.stats(arena)).drained, true);
     assert.equal((await q.dequeue(arena)).waitMs, null);
+  });
+
+  it('the ready queues are a skiplist from the first on: a keeper at +inf that no reader sees, a queue promoted beside it placed at a finite turn', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const ready = `weir:{${arena}}:ready`;
+    const realReady = (): Promise<number> => fx.redis.zcount(ready, '-inf', '(+inf');
+    await q.setLimits(arena, { a: { rate: 1 }, b: { rate: 1 }, u: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['a1', 'a2']);
+    await q.enqueue(arena, 'b', ['b1', 'b2']);
+    assert.equal(await fx.redis.object('ENCODING', ready), 'skiplist');
+    assert.equal(await realReady(), 2);
+    // The listing of queues waiting for a worker shows the queues only.
+    assert.deepEqual((await q.busiestQueues(arena, 'waiting', 10))?.queues.map((x) => x.name).sort(), ['a', 'b']);
+    const first = [await must(q.dequeue(arena, { leaseMs: 60_000 })), await must(q.dequeue(arena, { leaseMs: 60_000 }))];
+    assert.deepEqual(first.map((l) => l.item).sort(), ['a1', 'b1']);
+    for (const l of first) assert.equal(await q.commit(l), 'ok');
+    // Both wait for their next slot; only the keeper is ready, and a dequeue that pops it puts it back.
+    assert.equal(await realReady(), 0);
+    const none = await q.dequeue(arena, { leaseMs: 60_000 });
+    assert.equal(none.lease, null);
+    assert.ok(none.waitMs !== null && none.waitMs > 0, 'told to come back at the next slot');
+    assert.equal(await fx.redis.zcard(ready), 1, 'the keeper stays: the set never empties back into a listpack');
+    // Both slots come at once: the call that promotes them serves one, and the
+    // other waits in `ready` at a turn (not at the keeper's +inf, which its
+    // place after the head would have been, were the keeper taken for one).
+    await sleep(1100);
+    const second = await must(q.dequeue(arena, { leaseMs: 60_000 }));
+    const scores = await fx.redis.zrange(ready, 0, -1, 'WITHSCORES');
+    assert.equal(scores.length, 4, `one queue and the keeper: ${scores.join(' ')}`);
+    assert.ok(Number.isFinite(Number(scores[1])), `the waiting queue's turn ${scores[1]}`);
+    assert.equal(scores[3], 'inf');
+    const third = await must(q.dequeue(arena, { leaseMs: 60_000 }));
+    assert.deepEqual([second.item, third.item].sort(), ['a2', 'b2']);
+    // A call asking for more than is ready pops the keeper once the queues run out, and puts it back.
+    await q.enqueue(arena, 'u', ['u1', 'u2', 'u3']);
+    const batch = (await q.dequeueMany(arena, 4, { leaseMs: 60_000 })).map((r) => r.lease).filter((l) => l !== null);
+    assert.deepEqual(batch.map((l) => l.item), ['u1', 'u2', 'u3']);
+    for (const l of [second, third, ...batch]) assert.equal(await q.commit(l), 'ok');
+    assert.equal((await q.stats(arena)).drained, true);
+    assert.equal((await q.dequeue(arena)).waitMs, null, 'drained: nothing to wait for');
+    assert.equal(await fx.redis.zcard(ready), 1);
   });
 
   it('the name index is a hash table from its first queue on, made by setLimits or by an enqueue; its keeper is no queue', async () => {
