@@ -38,6 +38,7 @@ import { revisitShareBenchmarks } from './revisit-share.js';
 import { adaptiveBenchmarks } from './adaptive.js';
 import { redisCapacityBenchmarks } from './redis-capacity.js';
 import { redisCostBenchmarks } from './redis-cost.js';
+import { crawlInstructionBenchmarks } from './crawl-instructions.js';
 import { callsBetween, redisUsage, totalCalls } from './redis-usage.js';
 import { startRedis } from '../test/helpers/redis.js';
 
@@ -56,12 +57,13 @@ const table = (): void => {
   for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
 };
 
-/** BENCH_PART: corpus (the python3-doc crawls), cpu (bench/cpu.ts: CPU per page beside wget and Crawlee), pace (bench/pace.ts), redis (bench/redis-cost.ts), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), polite (bench/polite-cpu.ts: CPU per page at 2/s against unlimited), adaptive (bench/adaptive.ts: a learned pace shared by 1 and 4 workers against independent AutoThrottle-style clients), revisit (bench/revisit-share.ts: adaptive revisit intervals against a fixed one), kickoff (bench/kickoff-files.ts: 10^6 start URLs from a file), bigarena (bench/big-arena.ts: status, the page and metrics over 10^6 domains), frontier (bench/frontier.ts: a simulated crawl over 10^6 domains on a 3-master Cluster), or all (default). */
+/** BENCH_PART: corpus (the python3-doc crawls), cpu (bench/cpu.ts: CPU per page beside wget and Crawlee), pace (bench/pace.ts), redis (bench/redis-cost.ts), redis-count (bench/crawl-instructions.ts: Redis instructions per page of the 100-domain crawl, counted under callgrind), capacity (bench/redis-capacity.ts), cluster (bench/cluster-cost.ts), strict (bench/strict.ts: sites behind nginx limit_req), polite (bench/polite-cpu.ts: CPU per page at 2/s against unlimited), adaptive (bench/adaptive.ts: a learned pace shared by 1 and 4 workers against independent AutoThrottle-style clients), revisit (bench/revisit-share.ts: adaptive revisit intervals against a fixed one), kickoff (bench/kickoff-files.ts: 10^6 start URLs from a file), bigarena (bench/big-arena.ts: status, the page and metrics over 10^6 domains), frontier (bench/frontier.ts: a simulated crawl over 10^6 domains on a 3-master Cluster), or all (default). */
 const PART = process.env.BENCH_PART ?? 'all';
 /** The parts that run alone: each in a temporary directory, then the table, then exit. */
 const ALONE: Record<string, (dir: string) => Promise<void>> = {
   cluster: (dir) => clusterCrawlBenchmarks(out, dir),
   redis: (dir) => redisCostBenchmarks(out, dir, findCorpus()),
+  'redis-count': (dir) => crawlInstructionBenchmarks(out, dir),
   capacity: () => redisCapacityBenchmarks(out),
   pace: (dir) => paceBenchmarks(out, dir),
   strict: (dir) => strictBenchmarks(out, dir),

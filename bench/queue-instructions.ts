@@ -47,10 +47,10 @@ type Out = (name: string, value: string, note?: string) => void;
  */
 const REDIS_SERVER = process.env.BENCH_REDIS_SERVER ?? 'redis-server';
 
-const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+export const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 
 /** A redis-server under callgrind, instrumentation off until `count` runs. */
-async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () => Promise<void>): Promise<number>; stop(): Promise<void> }> {
+export async function startCounted(dir: string): Promise<{ redis: Redis; count(fn: () => Promise<void>): Promise<number>; stop(): Promise<void> }> {
   const port = await freePort();
   const out = join(dir, 'cg.out');
   const proc = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, REDIS_SERVER, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });

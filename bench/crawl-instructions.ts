@@ -1,0 +1,64 @@
+/**
+ * What a crawled page costs Redis in CPU instructions (BENCH_PART=redis-count
+ * of npm run bench:crawl): the 100-domain crawl of BENCH_PART=redis (100
+ * synthetic sites of 35 pages, `weir crawl --workers 2 --concurrency 64`,
+ * kickoff included) against a redis-server under valgrind's callgrind
+ * (bench/queue-instructions.ts startCounted), counted from the command's
+ * start to its exit, ÷ the pages the sites served with 200. Once with every
+ * site `unlimited`, once at 2/s each (a polite crawl: its pages spread over
+ * some 18 s). An instruction count repeats within about 2 % from run to run
+ * whatever the machine is doing, where Redis's CPU time a page on two shared
+ * cores moves by a fifth; BENCH_COUNT_ROUNDS (default 1) repeats each.
+ * BENCH_REDIS_SERVER names the redis-server counted, as for
+ * BENCH_PART=instructions of bench:queue. Needs valgrind; skipped without it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cliBundle } from '../test/helpers/cli-bundle.js';
+import { has, startCounted } from './queue-instructions.js';
+import { startSyntheticWeb } from './web.js';
+
+type Out = (name: string, value: string, note?: string) => void;
+
+const RATES = ['unlimited', '2'] as const;
+
+export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise<void> {
+  if (!has('valgrind') || !has('callgrind_control')) {
+    out('Redis instructions per page', 'skipped', 'needs valgrind (apt-get install valgrind)');
+    return;
+  }
+  const rounds = Number(process.env.BENCH_COUNT_ROUNDS ?? 1);
+  const web = await startSyntheticWeb(Array.from({ length: 100 }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
+  const bloom = 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }';
+  try {
+    for (const rate of RATES) {
+      const seedPath = join(dir, `count-${rate}.yaml`);
+      writeFileSync(seedPath, ['arena: count', 'rateLimits:', ...web.keys.map((k) => `  "${k}": ${rate}`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', bloom, ''].join('\n'));
+      const perPage: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        web.reset();
+        // (A directory a server: each numbers its dumps from 1.)
+        const server = await startCounted(mkdtempSync(join(dir, 'cg-')));
+        try {
+          let code: number | null = null;
+          const total = await server.count(async () => {
+            code = await new Promise<number | null>((resolve) => {
+              const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', '64', '--out', join(dir, 'count.jsonl'), '--redis', `redis://127.0.0.1:${server.redis.options.port}`], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
+              p.on('exit', resolve);
+            });
+          });
+          if (code !== 0) throw new Error(`weir crawl exited ${code}`);
+          perPage.push(total / web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length);
+        } finally {
+          await server.stop();
+        }
+      }
+      const shown = perPage.map((x) => Math.round(x).toLocaleString('en-US'));
+      const pages = web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length;
+      out(`100 domains, ${rate === 'unlimited' ? 'unlimited' : `${rate}/s each`}: Redis instructions per page`, shown.join(', '), `${pages} pages; weir crawl --workers 2 --concurrency 64, kickoff included, counted under callgrind`);
+    }
+  } finally {
+    await web.close();
+  }
+}
