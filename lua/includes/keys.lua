@@ -9,7 +9,7 @@
   shard's part of it:
 
     KEYS[1]  meta      hash    key-schema 1 and 2 kept the meta fields here; now
-                               only v = 3 (older scripts refuse the arena)
+                               only v = 4 (older scripts refuse the arena)
     KEYS[2]  queues    hash    the shard's state (K_STATE): its meta fields
                                (below), each queue's record "<qid>"
                                (record.lua), its rate as configured
@@ -23,7 +23,9 @@
     KEYS[3]  qids      hash    queue name -> qid, and one keeper field that is
                                no queue's name (record.lua QIDS_KEEPER)
     KEYS[4]  items     hash    a queue's sealed chunks "<qid>:<n>" and front entries "<qid>:f<k>" (items.lua)
-    KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin order
+    KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin
+                               order, and one keeper member at +inf
+                               (schedule.lua READY_KEEPER; key-schema 4)
     KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
     KEYS[7]  leases    hash    key-schema 2's leases, until the last of them ends
     KEYS[8]  lexp      zset    lease key -> µs when the lease expires, and one

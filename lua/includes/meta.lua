@@ -18,12 +18,17 @@
 local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset, mget, mincr, mdel, defer_hset, defer_hdel, flush_meta, lower_bound, bound_passed, earliest, reset_bound, ensure_schema, check_shards, max_attempts
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
-  -- The key-schema version (keys.lua). 3: meta fields and leases are fields
-  -- of the state hash. 2: a queue's open chunk moved beside its record
-  -- (items.lua). An arena of version 1 or 2 is taken on as it is used
-  -- (adopt_older_meta below). (Kept in this block: the includes' top-level
+  -- The key-schema version (keys.lua). 4: `ready` holds a keeper member
+  -- (schedule.lua READY_KEEPER), which version 3's scripts would take for
+  -- a queue. 3: meta fields and leases are fields of the state hash. 2: a
+  -- queue's open chunk moved beside its record (items.lua). An arena of
+  -- version 1, 2 or 3 is taken on as it is used (adopt_older_meta below;
+  -- version 3 needs nothing moved: the keeper comes with the next queue made
+  -- ready), and its first write marks it 4 (flush_meta), so older scripts
+  -- refuse it from then on. (Kept in this block: the includes' top-level
   -- locals count against Lua's 200, test/queue/scripts.test.ts.)
-  local SCHEMA_VERSION = '3'
+  local SCHEMA_VERSION = '4'
+  local TAKEN_ON = { ['1'] = true, ['2'] = true, ['3'] = true }
   -- Later than any Redis TIME in µs this side of the year 2255: "none".
   NEVER = 9007199254740991
   -- The numbers every call reads and most calls change, packed in field 'm'
@@ -99,15 +104,15 @@ do
   -- leases in another. Their fields are taken over here (a bounded move: the
   -- meta hash has a couple of dozen fields); the leases stay where they are
   -- until each ends (leases.lua, 'oldleases'). The first write then leaves
-  -- the old meta hash holding only v = 3, so older scripts refuse the arena.
+  -- the old meta hash holding only v = 4, so older scripts refuse the arena.
   local function adopt_older_meta()
     UNMARKED = true
     local old = rcall('HGETALL', K_OLD_META)
     local fields = {}
     for i = 1, #old, 2 do fields[old[i]] = old[i + 1] end
     local v = fields.v
-    if v == nil or v == SCHEMA_VERSION then return end
-    if v ~= '1' and v ~= '2' then
+    if v == nil or v == SCHEMA_VERSION or v == '3' then return end
+    if not TAKEN_ON[v] then
       raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)
     end
     for f, value in pairs(fields) do
@@ -233,8 +238,8 @@ do
 
   function ensure_schema()
     local v = mget('v')
-    -- (Versions 1 and 2 are taken on as they are used: adopt_older_meta, items.lua.)
-    if v and v ~= SCHEMA_VERSION and v ~= '1' and v ~= '2' then
+    -- (Versions 1 to 3 are taken on as they are used: adopt_older_meta, items.lua.)
+    if v and v ~= SCHEMA_VERSION and not TAKEN_ON[v] then
       raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)
     end
     return v

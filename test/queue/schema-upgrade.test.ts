@@ -2,7 +2,8 @@
  * Arenas written by older key-schema versions are taken on by this one as
  * they are used (lua/includes/keys.lua, meta.lua): version 1 kept a queue's
  * open chunk in `items`; versions 1 and 2 kept the meta fields in `meta`
- * and the leases in `leases`, which version 3 keeps in the state hash.
+ * and the leases in `leases`, which version 3 keeps in the state hash;
+ * version 4 keeps a keeper member in `ready` (schedule.lua READY_KEEPER).
  * The older layouts are rebuilt here from an arena this version wrote, by
  * moving exactly those fields back.
  */
@@ -73,7 +74,7 @@ async function backToSchema1(redis: Redis, arena: string, qids: string[]): Promi
 }
 
 describe('key-schema upgrades', () => {
-  it("an arena of key-schema 1 (a queue's open chunk in `items`) is read, moved queue by queue, and marked 3: nothing lost, order kept", async () => {
+  it("an arena of key-schema 1 (a queue's open chunk in `items`) is read, moved queue by queue, and marked 4: nothing lost, order kept", async () => {
     const q = fx.queue();
     const arena = freshArena();
     const k = keyOf(arena);
@@ -86,8 +87,8 @@ describe('key-schema upgrades', () => {
     // seal it where it lies and open another), reads see them.
     await q.enqueue(arena, 'b', ['b3']);
     await q.enqueue(arena, 'a', Array.from({ length: 200 }, (_, i) => `a${300 + i}`));
-    assert.deepEqual(await fx.redis.hgetall(k('meta')), { v: '3' }, 'marked: scripts of versions 1 and 2 refuse it from now on');
-    assert.equal(await fx.redis.hget(k('queues'), 'v'), '3');
+    assert.deepEqual(await fx.redis.hgetall(k('meta')), { v: '4' }, 'marked: scripts of versions 1 and 2 refuse it from now on');
+    assert.equal(await fx.redis.hget(k('queues'), 'v'), '4');
     const got: Record<string, string[]> = { a: [], b: [] };
     for (;;) {
       const r = await q.dequeue(arena);
@@ -124,7 +125,7 @@ describe('key-schema upgrades', () => {
 
     // Its leases: a commit, an extend then a commit, a stale token, an expiry.
     assert.equal(await q.commit(l1), 'ok');
-    assert.deepEqual(await fx.redis.hgetall(k('meta')), { v: '3' });
+    assert.deepEqual(await fx.redis.hgetall(k('meta')), { v: '4' });
     assert.notEqual(await q.extend(l2, 60_000), 'stale');
     assert.equal(await fx.redis.hexists(k('leases'), l2.token.split(':')[0] as string), 0, 'an extended lease moves to the state hash');
     assert.equal(await q.commit(l2), 'ok');
@@ -153,5 +154,36 @@ describe('key-schema upgrades', () => {
     // The old leases hash is gone, and with it the need to look there.
     assert.equal(await fx.redis.exists(k('leases')), 0);
     assert.equal(await fx.redis.hget(k('queues'), 'oldleases'), '0');
+  });
+
+  it('an arena of key-schema 3 (`ready` without its keeper, a listpack): read as it is, marked 4 by its first write, the keeper back with the next queue made ready', async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    const k = keyOf(arena);
+    await q.setLimits(arena, { a: { rate: 'unlimited' }, b: { rate: 'unlimited' }, c: { rate: 'unlimited' } });
+    await q.enqueue(arena, 'a', ['a0', 'a1']);
+    await q.enqueue(arena, 'b', ['b0']);
+    // Version 3's `ready`: the queues only, which Redis keeps as a listpack.
+    const queues = await fx.redis.zrangebyscore(k('ready'), '-inf', '(+inf', 'WITHSCORES');
+    await fx.redis.del(k('ready'));
+    await fx.redis.zadd(k('ready'), ...queues.flatMap((x, i) => (i % 2 === 0 ? [queues[i + 1] as string, x] : [])));
+    await fx.redis.hset(k('queues'), 'v', '3');
+    assert.equal(await fx.redis.object('ENCODING', k('ready')), 'listpack');
+    const before = await q.stats(arena);
+    assert.deepEqual([before.queued, before.drained], [3, false]);
+    assert.equal(await fx.redis.hget(k('queues'), 'v'), '3', 'a read writes nothing');
+    await q.enqueue(arena, 'c', ['c0']);
+    assert.equal(await fx.redis.hget(k('queues'), 'v'), '4', 'marked: scripts of version 3 refuse it from now on');
+    assert.equal(await fx.redis.object('ENCODING', k('ready')), 'skiplist');
+    assert.equal(await fx.redis.zcount(k('ready'), '+inf', '+inf'), 1, 'the keeper, with the queue made ready');
+    const got: string[] = [];
+    for (;;) {
+      const r = await q.dequeue(arena);
+      if (!r.lease) break;
+      got.push(r.lease.item);
+      assert.equal(await q.commit(r.lease), 'ok');
+    }
+    assert.deepEqual(got.sort(), ['a0', 'a1', 'b0', 'c0']);
+    assert.equal((await q.stats(arena)).drained, true);
   });
 });
