@@ -25,8 +25,9 @@
     KEYS[4]  items     hash    a queue's sealed chunks "<qid>:<n>" and front entries "<qid>:f<k>" (items.lua)
     KEYS[5]  ready     zset    qid -> turn number: eligible queues, round-robin
                                order, and one keeper member at +inf
-                               (schedule.lua READY_KEEPER; key-schema 4)
-    KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or pause)
+                               (schedule.lua ZSET_KEEPER; key-schema 4)
+    KEYS[6]  sched     zset    qid -> µs when it becomes eligible (rate or
+                               pause), and the same keeper as `ready`
     KEYS[7]  leases    hash    key-schema 2's leases, until the last of them ends
     KEYS[8]  lexp      zset    lease key -> µs when the lease expires, and one
                                keeper member at +inf (leases.lua LEXP_KEEPER)

@@ -19,7 +19,7 @@ local NEVER, FIELDC, DEFERRED, meta_reset, prefetch_field, prefetch, meta, mset,
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
   -- The key-schema version (keys.lua). 4: `ready` holds a keeper member
-  -- (schedule.lua READY_KEEPER), which version 3's scripts would take for
+  -- (schedule.lua ZSET_KEEPER), which version 3's scripts would take for
   -- a queue. 3: meta fields and leases are fields of the state hash. 2: a
   -- queue's open chunk moved beside its record (items.lua). An arena of
   -- version 1, 2 or 3 is taken on as it is used (adopt_older_meta below;

@@ -46,7 +46,7 @@ do
     local w = nil
     local ready = rcall('ZRANGE', K_READY, '0', CLAIM_SCAN_LAST)
     -- (`ready`'s keeper, last, is no queue: schedule.lua.)
-    if ready[#ready] == READY_KEEPER then ready[#ready] = nil end
+    if ready[#ready] == ZSET_KEEPER then ready[#ready] = nil end
     for _, qid in ipairs(ready) do
       local st = qstate(qid)
       if st.cl <= now then
@@ -75,6 +75,11 @@ do
     -- (None to look at when the bound says `sched` is empty: meta.lua.)
     local slots = {}
     if mget('schedat') ~= NEVER then slots = rcall('ZRANGE', K_SCHED, '0', CLAIM_SCAN_LAST, 'WITHSCORES') end
+    -- (`sched`'s keeper, last, is no queue: schedule.lua.)
+    if slots[#slots - 1] == ZSET_KEEPER then
+      slots[#slots] = nil
+      slots[#slots] = nil
+    end
     for i = 1, #slots, 2 do
       local qid, at = slots[i], tonumber(slots[i + 1])
       if w ~= nil and w <= at then break end
@@ -107,7 +112,7 @@ do
       -- A rate-limited queue at the head is due: it goes before the promise, which
       -- gives way (its queue keeps its turn and is free for anyone).
       local head = rcall('ZRANGE', K_READY, '0', '0')[1]
-      if head and head ~= q and head ~= READY_KEEPER and qstate(head).iv > 0 and qstate(head).cl <= now then
+      if head and head ~= q and head ~= ZSET_KEEPER and qstate(head).iv > 0 and qstate(head).cl <= now then
         if rcall('ZSCORE', K_READY, q) then
           local st = qstate(q)
           st.cl = 0
@@ -121,8 +126,8 @@ do
       local top = rcall('ZPOPMIN', K_READY)
       if not top[1] then return nil end
       -- (`ready`'s keeper comes off only when no queue is left: it goes back.)
-      if top[1] == READY_KEEPER then
-        rcall('ZADD', K_READY, '+inf', READY_KEEPER)
+      if top[1] == ZSET_KEEPER then
+        rcall('ZADD', K_READY, '+inf', ZSET_KEEPER)
         return nil
       end
       -- (The queue popped is most likely served: its record and open chunk come in one read.)

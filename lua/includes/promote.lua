@@ -61,7 +61,7 @@ do
     local turn, gap = mget('turn'), mget('gap')
     local head = rcall('ZRANGE', K_READY, '0', '0', 'WITHSCORES')
     -- (`ready`'s keeper at +inf heads it only when no queue is ready: schedule.lua.)
-    local first = head[1] ~= READY_KEEPER and tonumber(head[2]) or turn
+    local first = head[1] ~= ZSET_KEEPER and tonumber(head[2]) or turn
     for i, qid in ipairs(due) do
       rcall('ZREM', K_SCHED, qid)
       local skipped = gap > 0 and qstate(qid).iv / gap or math.huge
@@ -69,7 +69,7 @@ do
       -- brings the keeper, should `ready` lack it.)
       local at = sformat('%.3f', mmax(turn - skipped, first - 1) + i / 1000)
       if i == 1 then
-        rcall('ZADD', K_READY, at, qid, '+inf', READY_KEEPER)
+        rcall('ZADD', K_READY, at, qid, '+inf', ZSET_KEEPER)
       else
         rcall('ZADD', K_READY, at, qid)
       end

@@ -4,20 +4,23 @@
   wake list that tells idle callers there may be work.
 ]]
 --@include "record"
-local READY_KEEPER, signal, sched_add, schedulable, due_at, servable, activate_parked, ready_flush, activate
+local ZSET_KEEPER, signal, sched_add, schedulable, due_at, servable, activate_parked, ready_flush, activate
 -- (The names other files use; the rest stay in the block: see arena.lua.)
 do
-  -- `ready`'s keeper: a member at +inf, longer than zset-max-listpack-value,
-  -- so Redis keeps `ready` a skiplist from its first member on (and the key
-  -- never empties, so never turns back). As a listpack of up to 128 queues
-  -- (a crawl of 100 domains), every return of a served queue to its tail read
-  -- every score before it, and each pop moved the rest: 7 % of Redis's
-  -- instructions a page of a 100-domain crawl (docs/scaling.md). It is no
-  -- queue (a qid is digits): the readers of `ready` pass over it (promises.lua,
-  -- promote.lua, serve.lua, stats.lua, dequeue.lua), and it goes in with the
-  -- adds that make a queue ready, so an arena cleared, or written by an older
-  -- release, gets it back with its next ready queue.
-  READY_KEEPER = 'weir:keeps-ready-a-skiplist:a-member-longer-than-zset-max-listpack-value'
+  -- The keeper of `ready` and of `sched`: a member at +inf, longer than
+  -- zset-max-listpack-value, so Redis keeps each a skiplist from its first
+  -- member on (and the key never empties, so never turns back). As a
+  -- listpack of up to 128 queues (a crawl of 100 domains), every return of a
+  -- served queue to the tail of `ready` read every score before it, and each
+  -- pop moved the rest: 7 % of Redis's instructions a page of a 100-domain
+  -- crawl; every domain's next slot into `sched` likewise, 2 % at 2/s
+  -- (docs/scaling.md). It is no queue (a qid is digits): the readers of
+  -- `ready` pass over it (promises.lua, promote.lua, serve.lua, stats.lua,
+  -- dequeue.lua), those of `sched` read up to a time or a count
+  -- (promises.lua drops it), and it goes in with the adds that make a queue
+  -- ready, and with an add to a `sched` its bound calls empty, so an arena
+  -- cleared, or written by an older release, gets it back.
+  ZSET_KEEPER = 'weir:keeps-ready-and-sched-skiplists:a-member-longer-than-zset-max-listpack-value'
 
   -- One wake token at most: an idle worker blocked on `wake` learns there may
   -- be work; a stale token costs one empty dequeue, never a lost item.
@@ -28,8 +31,15 @@ do
   end
 
   -- A queue into `sched` at `at` µs (its due time), the bound kept (meta.lua).
+  -- (The keeper comes along when the bound says `sched` is empty: the key may
+  -- be gone. Not on every add: with it there, it stays, as nothing pops
+  -- `sched` and removals are by name.)
   function sched_add(qid, at)
-    rcall('ZADD', K_SCHED, fmt(at), qid)
+    if mget('schedat') == NEVER then
+      rcall('ZADD', K_SCHED, fmt(at), qid, '+inf', ZSET_KEEPER)
+    else
+      rcall('ZADD', K_SCHED, fmt(at), qid)
+    end
     lower_bound('schedat', at)
   end
 
@@ -75,7 +85,7 @@ do
         ready_adds[#ready_adds + 1] = turn
         ready_adds[#ready_adds + 1] = qid
       else
-        rcall('ZADD', K_READY, turn, qid, '+inf', READY_KEEPER)
+        rcall('ZADD', K_READY, turn, qid, '+inf', ZSET_KEEPER)
       end
       return true
     end
@@ -89,7 +99,7 @@ do
   function ready_flush(ready_adds)
     if #ready_adds == 0 then return end
     ready_adds[#ready_adds + 1] = '+inf'
-    ready_adds[#ready_adds + 1] = READY_KEEPER
+    ready_adds[#ready_adds + 1] = ZSET_KEEPER
     for i = 1, #ready_adds, 2000 do
       rcall('ZADD', K_READY, unpack(ready_adds, i, mmin(i + 1999, #ready_adds)))
     end

@@ -132,8 +132,8 @@ do
     local top = rcall('ZPOPMIN', K_READY)
     if not top[1] then return nil end
     -- (`ready`'s keeper comes off only when no queue is left: it goes back.)
-    if top[1] == READY_KEEPER then
-      rcall('ZADD', K_READY, '+inf', READY_KEEPER)
+    if top[1] == ZSET_KEEPER then
+      rcall('ZADD', K_READY, '+inf', ZSET_KEEPER)
       return nil
     end
     local st = qfetch(top[1])

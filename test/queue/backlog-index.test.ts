@@ -164,7 +164,7 @@ describe('backlog index', () => {
     assert.equal(await fx.redis.hlen(key('qids')), 2501, 'every name indexed, and the keeper');
     assert.equal(indexed.length, 2500, 'every name indexed');
     assert.equal(new Set(indexed.map(([, qid]) => qid)).size, 2500, 'each under an id of its own');
-    // (Below +inf: `ready`'s keeper is no queue, lua/includes/schedule.lua READY_KEEPER.)
+    // (Below +inf: `ready`'s keeper is no queue, lua/includes/schedule.lua ZSET_KEEPER.)
     assert.equal(await fx.redis.zcount(key('ready'), '-inf', '(+inf'), 0, 'none ready: they are empty');
     assert.equal(await fx.redis.zcard(key('sched')), 0, 'none scheduled');
     assert.equal(await assertIndexed(q, arena), 2500);

@@ -1,8 +1,8 @@
 /**
- * The Redis encodings the scripts keep: `lexp` and `ready` skiplists and
- * the name index `qids` a hash table from their first members on, by a
- * keeper member no reader sees (lua/includes/leases.lua LEXP_KEEPER,
- * schedule.lua READY_KEEPER, record.lua QIDS_KEEPER). As listpacks (Redis's default for up to 128 sorted-set and
+ * The Redis encodings the scripts keep: `lexp`, `ready` and `sched`
+ * skiplists and the name index `qids` a hash table from their first
+ * members on, by a keeper member no reader sees (lua/includes/leases.lua
+ * LEXP_KEEPER, schedule.lua ZSET_KEEPER, record.lua QIDS_KEEPER). As listpacks (Redis's default for up to 128 sorted-set and
  * 512 hash members) every insert or lookup reads them from the start.
  */
 import assert from 'node:assert/strict';
@@ -47,10 +47,11 @@ describe('encodings the scripts keep', () => {
     assert.equal((await q.dequeue(arena)).waitMs, null);
   });
 
-  it('the ready queues are a skiplist from the first on: a keeper at +inf that no reader sees, a queue promoted beside it placed at a finite turn', async () => {
+  it('the ready and the scheduled queues are skiplists from the first on: a keeper at +inf that no reader sees, a queue promoted beside it placed at a finite turn', async () => {
     const q = fx.queue();
     const arena = freshArena();
     const ready = `weir:{${arena}}:ready`;
+    const sched = `weir:{${arena}}:sched`;
     const realReady = (): Promise<number> => fx.redis.zcount(ready, '-inf', '(+inf');
     await q.setLimits(arena, { a: { rate: 1 }, b: { rate: 1 }, u: { rate: 'unlimited' } });
     await q.enqueue(arena, 'a', ['a1', 'a2']);
@@ -62,11 +63,21 @@ describe('encodings the scripts keep', () => {
     const first = [await must(q.dequeue(arena, { leaseMs: 60_000 })), await must(q.dequeue(arena, { leaseMs: 60_000 }))];
     assert.deepEqual(first.map((l) => l.item).sort(), ['a1', 'b1']);
     for (const l of first) assert.equal(await q.commit(l), 'ok');
-    // Both wait for their next slot; only the keeper is ready, and a dequeue that pops it puts it back.
+    // Both wait for their next slot in `sched`, beside its keeper; only the
+    // keeper is ready, and a dequeue that pops it puts it back. The wait it
+    // is told comes from `sched`'s slots, the keeper passed over.
     assert.equal(await realReady(), 0);
+    assert.equal(await fx.redis.object('ENCODING', sched), 'skiplist');
+    assert.equal(await fx.redis.zcount(sched, '-inf', '(+inf'), 2);
     const none = await q.dequeue(arena, { leaseMs: 60_000 });
     assert.equal(none.lease, null);
-    assert.ok(none.waitMs !== null && none.waitMs > 0, 'told to come back at the next slot');
+    assert.ok(none.waitMs !== null && none.waitMs > 0 && none.waitMs <= 1000, `told to come back at the next slot (${none.waitMs} ms)`);
+    // Two more callers: the other slot is promised to one, and the last, with
+    // every slot promised, looks past them to the keeper and passes over it.
+    for (const other of [fx.queue(), fx.queue()]) {
+      const r = await other.dequeue(arena, { leaseMs: 60_000 });
+      assert.ok(r.lease === null && r.waitMs !== null && r.waitMs > 0, `another caller told to wait (${r.waitMs} ms)`);
+    }
     assert.equal(await fx.redis.zcard(ready), 1, 'the keeper stays: the set never empties back into a listpack');
     // Both slots come at once: the call that promotes them serves one, and the
     // other waits in `ready` at a turn (not at the keeper's +inf, which its
@@ -86,7 +97,7 @@ describe('encodings the scripts keep', () => {
     for (const l of [second, third, ...batch]) assert.equal(await q.commit(l), 'ok');
     assert.equal((await q.stats(arena)).drained, true);
     assert.equal((await q.dequeue(arena)).waitMs, null, 'drained: nothing to wait for');
-    assert.equal(await fx.redis.zcard(ready), 1);
+    assert.deepEqual([await fx.redis.zcard(ready), await fx.redis.zcard(sched)], [1, 1], 'each keeps its keeper');
   });
 
   it('the name index is a hash table from its first queue on, made by setLimits or by an enqueue; its keeper is no queue', async () => {

@@ -3,7 +3,7 @@
  * they are used (lua/includes/keys.lua, meta.lua): version 1 kept a queue's
  * open chunk in `items`; versions 1 and 2 kept the meta fields in `meta`
  * and the leases in `leases`, which version 3 keeps in the state hash;
- * version 4 keeps a keeper member in `ready` (schedule.lua READY_KEEPER).
+ * version 4 keeps a keeper member in `ready` (schedule.lua ZSET_KEEPER).
  * The older layouts are rebuilt here from an arena this version wrote, by
  * moving exactly those fields back.
  */
