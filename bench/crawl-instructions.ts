@@ -10,10 +10,13 @@
  * whatever the machine is doing, where Redis's CPU time a page on two shared
  * cores moves by a fifth; BENCH_COUNT_ROUNDS (default 1) repeats each.
  * BENCH_REDIS_SERVER names the redis-server counted, as for
- * BENCH_PART=instructions of bench:queue. Needs valgrind; skipped without it.
+ * BENCH_PART=instructions of bench:queue, and BENCH_KEEP=1 keeps the
+ * callgrind dumps for `callgrind_annotate` (a directory a crawl, printed).
+ * Needs valgrind; skipped without it.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { has, startCounted } from './queue-instructions.js';
@@ -31,6 +34,8 @@ export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise
   const rounds = Number(process.env.BENCH_COUNT_ROUNDS ?? 1);
   const web = await startSyntheticWeb(Array.from({ length: 100 }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
   const bloom = 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }';
+  // (The bench's own directory is removed at its end.)
+  const dumps = process.env.BENCH_KEEP === '1' ? mkdtempSync(join(tmpdir(), 'weir-crawl-callgrind-')) : dir;
   try {
     for (const rate of RATES) {
       const seedPath = join(dir, `count-${rate}.yaml`);
@@ -39,7 +44,8 @@ export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise
       for (let round = 0; round < rounds; round++) {
         web.reset();
         // (A directory a server: each numbers its dumps from 1.)
-        const server = await startCounted(mkdtempSync(join(dir, 'cg-')));
+        const at = mkdtempSync(join(dumps, `cg-${rate}-`));
+        const server = await startCounted(at);
         try {
           let code: number | null = null;
           const total = await server.count(async () => {
@@ -50,6 +56,7 @@ export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise
           });
           if (code !== 0) throw new Error(`weir crawl exited ${code}`);
           perPage.push(total / web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length);
+          if (dumps !== dir) out(`callgrind dump kept (${rate}, round ${round + 1})`, at);
         } finally {
           await server.stop();
         }
