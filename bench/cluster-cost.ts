@@ -21,7 +21,7 @@ import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startCluster, startRedis } from '../test/helpers/redis.js';
 import { drive, item } from './queue-cost.js';
 import { callsBetween, onEachNode, redisUsage, sum, totalCalls, type RedisUsage } from './redis-usage.js';
-import { startSyntheticWeb } from './web.js';
+import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -102,9 +102,9 @@ export async function clusterQueueBenchmarks(out: Out, n: number): Promise<void>
 export async function clusterCrawlBenchmarks(out: Out, dir: string): Promise<void> {
   for (const make of [oneNode, threeMasters]) {
     const nodes = await make();
-    const web = await startSyntheticWeb(Array.from({ length: 100 }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
+    const web = await startManyDomainWeb();
     try {
-      const seed = ['arena: cost', 'rateLimits:', ...web.keys.map((k) => `  "${k}": unlimited`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }', ''].join('\n');
+      const seed = manyDomainSeed(web, 'unlimited');
       const seedPath = join(dir, 'cluster-cost.yaml');
       await writeFile(seedPath, seed);
       const before = await usageOf(nodes.ports);
@@ -115,7 +115,7 @@ export async function clusterCrawlBenchmarks(out: Out, dir: string): Promise<voi
       });
       if (code !== 0) throw new Error(`weir crawl exited ${code}`);
       const seconds = (performance.now() - t0) / 1000;
-      const pages = web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length;
+      const pages = web.log.filter(isPageServed).length;
       report(out, `100 domains, unlimited (${pages} pages, ${seconds.toFixed(1)} s)`, nodes, 'page', perUnit(before, await usageOf(nodes.ports), pages));
     } finally {
       await web.close();

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { addFields, addTo, type FieldAdds } from '../src/crawl/counters/add-fields.js';
 import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { has, startCounted } from './queue-instructions.js';
-import { startSyntheticWeb } from './web.js';
+import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -35,14 +35,13 @@ export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise
     return;
   }
   const rounds = Number(process.env.BENCH_COUNT_ROUNDS ?? 1);
-  const web = await startSyntheticWeb(Array.from({ length: 100 }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
-  const bloom = 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }';
+  const web = await startManyDomainWeb();
   // (The bench's own directory is removed at its end.)
   const dumps = process.env.BENCH_KEEP === '1' ? mkdtempSync(join(tmpdir(), 'weir-crawl-callgrind-')) : dir;
   try {
     for (const rate of RATES) {
       const seedPath = join(dir, `count-${rate}.yaml`);
-      writeFileSync(seedPath, ['arena: count', 'rateLimits:', ...web.keys.map((k) => `  "${k}": ${rate}`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', bloom, ''].join('\n'));
+      writeFileSync(seedPath, manyDomainSeed(web, rate, 'count'));
       const perPage: number[] = [];
       for (let round = 0; round < rounds; round++) {
         web.reset();
@@ -58,14 +57,14 @@ export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise
             });
           });
           if (code !== 0) throw new Error(`weir crawl exited ${code}`);
-          perPage.push(total / web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length);
+          perPage.push(total / web.log.filter(isPageServed).length);
           if (dumps !== dir) out(`callgrind dump kept (${rate}, round ${round + 1})`, at);
         } finally {
           await server.stop();
         }
       }
       const shown = perPage.map((x) => Math.round(x).toLocaleString('en-US'));
-      const pages = web.log.filter((r) => r.status === 200 && r.path !== '/robots.txt').length;
+      const pages = web.log.filter(isPageServed).length;
       out(`100 domains, ${rate === 'unlimited' ? 'unlimited' : `${rate}/s each`}: Redis instructions per page`, shown.join(', '), `${pages} pages; weir crawl --workers 2 --concurrency 64, kickoff included, counted under callgrind`);
     }
   } finally {

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { oneNode, threeMasters, type Nodes } from './cluster-cost.js';
 import { builtCli, CPU_RUNS, median, timed } from './cpu.js';
 import { workerCounts } from '../test/helpers/worker-logs.js';
-import { startSyntheticWeb } from './web.js';
+import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -45,18 +45,18 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
   const only = process.env.BENCH_POLITE_NODES ?? '';
   for (const make of [oneNode, threeMasters].filter((m) => only === '' || (only === 'one') === (m === oneNode))) {
     const nodes: Nodes = await make();
-    const web = await startSyntheticWeb(Array.from({ length: SITES }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
+    const web = await startManyDomainWeb(SITES);
     let n = 0;
     const crawl = async (rate: string, env: Record<string, string> = {}): Promise<PoliteRun> => {
       // A fresh arena per run: nothing of the last one is found again.
       const arena = `polite${n++}`;
       const seedPath = join(dir, `${arena}.yaml`);
-      await writeFile(seedPath, [`arena: ${arena}`, 'rateLimits:', ...web.keys.map((k) => `  "${k}": ${rate}`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }', ''].join('\n'));
+      await writeFile(seedPath, manyDomainSeed(web, rate, arena));
       web.reset();
       const logPath = join(dir, `${arena}.log`);
       const r = await timed(process.execPath, [cli, 'crawl', seedPath, '--workers', '4', '--redis', nodes.url], { WEIR_LOG_LEVEL: 'info', WEIR_LOG_FORMAT: 'json', WEIR_BENCH_ERR: logPath, ...env });
       if (r.code !== 0) throw new Error(`weir crawl exited ${r.code} (log: ${logPath})`);
-      const pages = web.log.filter((e) => e.status === 200 && e.path !== '/robots.txt').length;
+      const pages = web.log.filter(isPageServed).length;
       const { dequeues, empty, released, sleeps } = workerCounts(await readFile(logPath, 'utf8'));
       return { cpuMs: r.cpuMs, wallMs: r.wallMs, pages, dequeues, empty, released, sleeps };
     };
@@ -65,7 +65,7 @@ export async function politeCpuBenchmarks(out: Out, dir: string): Promise<void> 
       web.reset();
       const r = await timed(process.execPath, [FLOOR, String(rate), '4', ...web.origins], { WEIR_BENCH_ERR: join(dir, 'floor.err') });
       if (r.code !== 0) throw new Error(`the floor crawl exited ${r.code} (log: ${join(dir, 'floor.err')})`);
-      return { cpuMs: r.cpuMs, pages: web.log.filter((e) => e.status === 200 && e.path !== '/robots.txt').length };
+      return { cpuMs: r.cpuMs, pages: web.log.filter(isPageServed).length };
     };
     const replies = process.env.BENCH_POLITE_REPLIES === '1';
     const runs: Record<'2/s' | 'unlimited' | '2/s, replies read', PoliteRun[]> = { '2/s': [], unlimited: [], '2/s, replies read': [] };

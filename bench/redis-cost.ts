@@ -18,7 +18,7 @@ import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
 import { callsBetween, redisUsage, scriptUsecBetween, totalCalls } from './redis-usage.js';
 import { ShadowCalls, type ShadowCost } from './shadow-calls.js';
-import { startSyntheticWeb } from './web.js';
+import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -101,8 +101,7 @@ async function besideFloors(out: Out, name: string, seedText: string, dir: strin
   out(`${name}, side by side: one empty script call a page (ms)`, ms(empty).toFixed(3), `weir ÷ it ${(weirMs / ms(empty)).toFixed(2)}; the same pages at the same moments: the floor of a design making one call a page`);
 }
 
-const isPage = (r: Log[number]): boolean => r.status === 200 && r.path !== '/robots.txt';
-const isHtmlPage = (r: Log[number]): boolean => isPage(r) && r.path.endsWith('.html');
+const isHtmlPage = (r: Log[number]): boolean => isPageServed(r) && r.path.endsWith('.html');
 
 /** The crawl alone (its cost per page), then again beside the floors. */
 async function measure(out: Out, name: string, target: string, seedText: string, dir: string, concurrency: number, site: Site): Promise<void> {
@@ -120,8 +119,7 @@ export async function redisCostBenchmarks(out: Out, dir: string, corpusRoot: str
     await measure(out, 'one origin (python3-doc), unlimited, 8 in flight', '≤ 0.1', seed, dir, 16, { log: single.log, reset: () => single.reset(), isPage: isHtmlPage });
     await single.close();
   }
-  const web = await startSyntheticWeb(Array.from({ length: 100 }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
-  const seed = ['arena: cost', 'rateLimits:', ...web.keys.map((k) => `  "${k}": unlimited`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', bloom, ''].join('\n');
-  await measure(out, '100 domains, unlimited, 4 in flight', '≤ 0.15', seed, dir, 64, { log: web.log, reset: () => web.reset(), isPage });
+  const web = await startManyDomainWeb();
+  await measure(out, '100 domains, unlimited, 4 in flight', '≤ 0.15', manyDomainSeed(web, 'unlimited'), dir, 64, { log: web.log, reset: () => web.reset(), isPage: isPageServed });
   await web.close();
 }

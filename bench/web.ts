@@ -66,6 +66,24 @@ export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb
 }
 
 /** Requests per site, from the log. */
+/**
+ * The many-domain web the crawl benches share (BENCH_PART=redis,
+ * redis-count, cluster and polite of bench:crawl): `sites` sites of 35
+ * pages, 20–300 ms latency, a navigation bar of 8 links on every page and
+ * links to 3 other sites' front pages.
+ */
+export function startManyDomainWeb(sites = 100): Promise<SyntheticWeb> {
+  return startSyntheticWeb(Array.from({ length: sites }, (_, i) => ({ pages: 35, latencyMs: 20 + ((i * 37) % 281), nav: 8, cross: 3 })));
+}
+
+/** Its seed (YAML): every site at `rate`, its front pages to start, 4 in flight a domain, a Bloom filter sized for it. */
+export function manyDomainSeed(web: SyntheticWeb, rate: string, arena = 'cost'): string {
+  return [`arena: ${arena}`, 'rateLimits:', ...web.keys.map((k) => `  "${k}": ${rate}`), 'start:', ...web.origins.map((o) => `  - ${o}/`), 'allowPrivateNetworks: true', 'maxInFlightPerDomain: 4', 'bloom: { expectedUrls: 100000, falsePositiveRate: 0.000001 }', ''].join('\n');
+}
+
+/** A request the crawl benches count as a page: served with 200, not robots.txt. */
+export const isPageServed = (r: { path: string; status: number }): boolean => r.status === 200 && r.path !== '/robots.txt';
+
 export function requestsBySite(log: SyntheticWeb['log'], sites: number): number[] {
   const n = new Array<number>(sites).fill(0);
   for (const r of log) n[r.site] = (n[r.site] ?? 0) + 1;

@@ -111,6 +111,7 @@ do
     local fields = {}
     for i = 1, #old, 2 do fields[old[i]] = old[i + 1] end
     local v = fields.v
+    -- (3: the mark version 3 left once it had taken on a 1 or a 2: nothing left to move.)
     if v == nil or v == SCHEMA_VERSION or v == '3' then return end
     if not TAKEN_ON[v] then
       raise('WEIR_SCHEMA', 'arena was written with key-schema version ' .. v .. ', these scripts use ' .. SCHEMA_VERSION)

@@ -12,9 +12,9 @@ do
   -- member on (and the key never empties, so never turns back). As a
   -- listpack of up to 128 queues (a crawl of 100 domains), every return of a
   -- served queue to the tail of `ready` read every score before it, and each
-  -- pop moved the rest: 7 % of Redis's instructions a page of a 100-domain
-  -- crawl; every domain's next slot into `sched` likewise, 2 % at 2/s
-  -- (docs/scaling.md). It is no queue (a qid is digits): the readers of
+  -- pop moved the rest (the keeper cut a 100-domain crawl's Redis
+  -- instructions a page by 4.5 %); every domain's next slot went into
+  -- `sched` likewise (its keeper: 7.7 % more at 2/s; docs/scaling.md). It is no queue (a qid is digits): the readers of
   -- `ready` pass over it (promises.lua, promote.lua, serve.lua, stats.lua,
   -- dequeue.lua), those of `sched` read up to a time or a count
   -- (promises.lua drops it), and it goes in with the adds that make a queue

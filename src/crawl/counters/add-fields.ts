@@ -12,8 +12,9 @@ export type FieldAdds = Map<string, Map<string, number>>;
  * batch, each value read with tonumber and written with string.format,
  * cost twice the Redis instructions: 14,451 a field against 7,989, a flush
  * of 620 fields of a 910-field hash counted under callgrind
- * (`BENCH_PART=redis-count npm run bench:crawl`, docs/benchmarks.md). KEYS: the hashes; ARGV: per key its field count,
- * then field, amount pairs.
+ * (`BENCH_PART=redis-count npm run bench:crawl`, docs/benchmarks.md).
+ * KEYS: the hashes; ARGV: per key its field count, then field, amount
+ * pairs.
  */
 const ADD_FIELDS = `
 local a = 1
