@@ -111,10 +111,30 @@ do
     return out
   end
 
+  -- The open chunk when it is also the one being read (hc == tc) keeps the
+  -- items read from it before its offset `ho` until it is read through. A
+  -- crawl's queue is read and appended to in turn and seldom read through,
+  -- so that dead part grew to the chunk's whole size, and every call that
+  -- touches the queue read it (and Redis's Lua hashes every byte of a
+  -- string it gets) and every append wrote it back. An append drops it
+  -- once it is at least half the chunk, when it costs less to cut than to
+  -- keep: the open chunk then holds the items still queued, at offset 0.
+  -- (Its items are the queue's queued ones but for its front stack.)
+  local function drop_read_part(st, tail)
+    local data = #tail.parts > 1 and tconcat(tail.parts) or tail.parts[1] or ''
+    local live = ssub(data, st.ho + 1)
+    tail.parts = live ~= '' and { live } or {}
+    tail.dirty = true
+    st.ho = 0
+    st.tb = #live
+    st.tn = mmax(st.q - st.fn, 0)
+  end
+
   -- Appends an item at the tail (it has no attempts yet). The caller keeps
   -- the arena's `queued` counter.
   function push_tail(qid, st, item)
     local tail = open_tail(qid, st)
+    if st.ho > 0 and st.hc == st.tc and 2 * st.ho >= st.tb then drop_read_part(st, tail) end
     local entry = spack('>I4', #item) .. item
     if st.tn > 0 and (st.tb + #entry > CHUNK_BYTES or st.tn >= CHUNK_ITEMS) then
       -- Seal this chunk, the item opens the next: into "<qid>:h" when it is

@@ -371,6 +371,41 @@ describe('enqueue', () => {
     await assert.rejects(q.enqueue(arena, 'b', ['x'], { create: { rate: 1, maxInFlight: -1 } }), { code: 'WEIR_BAD_ARGS' });
     assert.equal((await q.stats(arena)).queues, 1);
   });
+  it("a queue read and refilled in turn (a crawl's) keeps its open chunk to its queued items, in order, with items put back", async () => {
+    const q = fx.queue();
+    const arena = freshArena();
+    await q.setLimits(arena, { a: { rate: 'unlimited' } });
+    const qid = await qidOf(arena, 'a');
+    // Entries of 54 bytes (4 of length, 50 of item): 3 queued, then one out and one in, 300 times.
+    const itemOf = (n: number): string => `${n}:`.padEnd(50, 'x');
+    const model: string[] = [];
+    let made = 0;
+    const add = async (): Promise<void> => {
+      const item = itemOf(made++);
+      assert.equal(await q.enqueue(arena, 'a', [item]), 1);
+      model.push(item);
+    };
+    for (let i = 0; i < 3; i++) await add();
+    let longest = 0;
+    for (let step = 0; step < 300; step++) {
+      const r = await q.dequeue(arena);
+      assert.equal(r.lease?.item, model.shift(), `step ${step}`);
+      if (step % 7 === 3) {
+        // Put back at the head (the front stack, not the chunk): served next.
+        assert.equal(await q.release(r.lease as Lease), 'ok');
+        model.unshift((r.lease as Lease).item);
+      } else {
+        assert.equal(await q.commit(r.lease as Lease), 'ok');
+        await add();
+      }
+      longest = Math.max(longest, await fx.redis.hstrlen(arenaKey('weir', arena, 'queues'), `${qid}:t`));
+    }
+    // Before the read part was dropped it grew to a whole chunk (1,020 bytes) and was sealed, again and again.
+    assert.ok(longest <= 8 * 54, `the open chunk reached ${longest} bytes with 3 or 4 items queued`);
+    assert.deepEqual(await redisItems(arena), [], 'no chunk was sealed');
+    assert.deepEqual((await takeAll(q, arena)).map((l) => l.item), model);
+    assert.equal((await q.stats(arena)).queued, 0);
+  });
   it('keeps exact order through chunk boundaries, mixed sizes and head pushes (checked against a model)', async () => {
     const q = fx.queue();
     const arena = freshArena();
