@@ -37,6 +37,9 @@ if what ~= '1' and what ~= '0' and what ~= 'w' then raise('WEIR_BAD_ARGS', "sent
 local us = what == 'w' and int_arg(4, 'windowUs', 1, MAX_LEASE_MS * 1000) or int_arg(4, 'marginUs', 0, MAX_AHEAD_MS * 1000)
 local qid = qid_of(name)
 if not qid then return 0 end
+-- (The record comes with the meta fields, which placing the queue reads: one HMGET.)
+prefetch_field(qid)
+meta()
 local st = qstate(qid)
 -- (servedAt comes back from the client through a double of ms: within a µs or two.)
 if st.ss == 0 or mmax(st.ss - served, served - st.ss) > 2 then return 0 end

@@ -123,8 +123,10 @@ do
       sched_rem(qid)
       return activate_parked(qid, now)
     end
-    rcall('ZREM', K_READY, qid)
+    -- (A queue in `sched` is not in `ready`: only one not found there is
+    -- looked for in `ready`. A send report finds its queue in `sched`.)
     local old = rcall('ZSCORE', K_SCHED, qid)
+    if old == false then rcall('ZREM', K_READY, qid) end
     return activate_parked(qid, now) and (old == false or tonumber(old) ~= due_at(st))
   end
 end
