@@ -4,7 +4,8 @@
  *   - the raw ceiling: the no-op script, called exactly like the real ones;
  *   - enqueue in batches and one item per call with 64 calls in flight;
  *   - dequeue+commit with 1, 100 and 10,000 queues, 64 in flight;
- *   - Redis memory per queued ~60-byte item;
+ *   - Redis memory per queued ~60-byte item, and what 2,000 queues read and
+ *     refilled in turn grow by;
  *   - BullMQ adding (addBulk) and processing (Worker, concurrency 64,
  *     removeOnComplete) the same number of no-op jobs on the same server;
  *   - the rate run: 100 queues at 50/s, 4 workers, 10 s, deep backlogs and
@@ -107,6 +108,26 @@ await q.destroy('enq');
   const per = ((await usedMemory(redis)) - before) / M;
   out('Redis memory per queued 60-byte item (bytes)', per.toFixed(1), `used_memory delta over ${M.toLocaleString('en-US')} items`);
   await q.destroy('mem');
+}
+// What a crawl's queues hold once read and refilled in turn: 2,000 queues of
+// 3 items each, 12 rounds of one taken, committed and one enqueued a queue;
+// used_memory's growth over the rounds ÷ the items queued (items long served
+// kept in a queue's open chunk would show here: lua/includes/items.lua).
+{
+  const names = Array.from({ length: 2000 }, (_, i) => `site${i}.example`);
+  await q.setLimits('churn', Object.fromEntries(names.map((n) => [n, { rate: 'unlimited' as const }])));
+  let made = 0;
+  for (let k = 0; k < 3; k++) await q.enqueueAll('churn', names.map((n) => ({ queue: n, items: [ITEM(made++)] })));
+  const before = await usedMemory(redis);
+  for (let round = 0; round < 12; round++) {
+    const leases = await Promise.all(names.map(async () => (await q.dequeue('churn')).lease));
+    const taken = leases.filter((l): l is Lease => l !== null && l !== undefined);
+    await Promise.all(taken.map((l) => q.commit(l)));
+    await q.enqueueAll('churn', taken.map((l) => ({ queue: l.queue, items: [ITEM(made++)] })));
+  }
+  const queued = (await q.stats('churn')).queued;
+  out('Redis memory growth per queued item, 2,000 queues read and refilled 12 times (bytes)', (((await usedMemory(redis)) - before) / queued).toFixed(1), `${queued.toLocaleString('en-US')} queued; 0 would be none`);
+  await q.destroy('churn');
 }
 
 // 4. Dequeue+commit with 1, 100, 10,000 queues.

@@ -11,8 +11,10 @@
     chunk moves from `items` to "<qid>:h" when its turn to be read comes.
     "<qid>:h" is chunk hc or empty (then chunk hc is in `items`). A dequeue
     reads at the head chunk's offset `ho` without rewriting it; a chunk
-    read through is dropped, the open one emptied. Packing keeps Redis's
-    per-entry overhead (~60 bytes for a hash field of its own) off each item.
+    read through is dropped, the open one emptied, and an append cuts the
+    open one's read part when it is the one being read (drop_read_part).
+    Packing keeps Redis's per-entry overhead (~60 bytes for a hash field of
+    its own) off each item.
   - front entries "<qid>:f<k>" of `items`, k = 1..fn: items put back at the
     head (lease expired, released, retried), a stack, so the last one put
     back is served next; each is struct '>I4I4' (attempts, reason length),
