@@ -33,14 +33,18 @@ do
   -- A queue into `sched` at `at` µs (its due time), the bound kept (meta.lua).
   -- (The keeper comes along when the bound says `sched` is empty: the key may
   -- be gone. Not on every add: with it there, it stays, as nothing pops
-  -- `sched` and removals are by name.)
+  -- `sched` and removals are by name.) Returns ZADD's count of members new
+  -- to `sched`: 0 when the queue was in it (with the keeper, 1 or 2 either
+  -- way, but then the bound said `sched` was empty).
   function sched_add(qid, at)
+    local added
     if mget('schedat') == NEVER then
-      rcall('ZADD', K_SCHED, fmt(at), qid, '+inf', ZSET_KEEPER)
+      added = rcall('ZADD', K_SCHED, fmt(at), qid, '+inf', ZSET_KEEPER)
     else
-      rcall('ZADD', K_SCHED, fmt(at), qid)
+      added = rcall('ZADD', K_SCHED, fmt(at), qid)
     end
     lower_bound('schedat', at)
+    return added
   end
 
   -- A queue out of `sched` (skipped when the bound says `sched` is empty: meta.lua).
@@ -66,12 +70,13 @@ do
 
   -- Puts a queue known to be parked (in neither set) where it belongs: one
   -- that was empty before its items came, or at its in-flight cap before a
-  -- commit, skips the look for it in `ready` and `sched` (a ZSCORE and a ZREM
-  -- a page); activate() below is this after that look. Were the queue
+  -- commit, skips the look for it in `ready` (a ZREM a page); activate()
+  -- below is this and that look. Were the queue
   -- somehow in `sched` still, it would be in both sets for a while: served
   -- from `ready` only once servable() says its slot has come, so never
   -- before its rate allows. Returns true when it may let an idle worker do
-  -- something sooner (so callers signal). With `ready_adds` (a caller that
+  -- something sooner (so callers signal), and, for a queue put in `sched`,
+  -- sched_add's count (0: it was there). With `ready_adds` (a caller that
   -- reads `ready` no more this call: enqueue), a queue due now is appended
   -- to it as (turn, qid) for one ZADD of them all (ready_flush), not a
   -- command a queue: a kickoff batch makes thousands of queues a call.
@@ -90,8 +95,8 @@ do
       return true
     end
     local first = earliest(K_SCHED)
-    sched_add(qid, at)
-    return first == nil or at < first
+    local added = sched_add(qid, at)
+    return first == nil or at < first, added
   end
 
   -- The (turn, qid) pairs activate_parked appended to `ready_adds`, into
@@ -123,10 +128,13 @@ do
       sched_rem(qid)
       return activate_parked(qid, now)
     end
-    -- (A queue in `sched` is not in `ready`: only one not found there is
-    -- looked for in `ready`. A send report finds its queue in `sched`.)
-    local old = rcall('ZSCORE', K_SCHED, qid)
-    if old == false then rcall('ZREM', K_READY, qid) end
-    return activate_parked(qid, now) and (old == false or tonumber(old) ~= due_at(st))
+    -- (Placed in `sched` first: a queue is in one set at most, so only one
+    -- that was not in `sched` (ZADD's count) may be in `ready`. A send
+    -- report finds its queue in `sched`, held there by its send window. The
+    -- signal needs no old score: a slot earlier than every slot before it
+    -- is earlier than the queue's own.)
+    local signal, added = activate_parked(qid, now)
+    if added ~= 0 then rcall('ZREM', K_READY, qid) end
+    return signal
   end
 end

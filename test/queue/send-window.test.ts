@@ -57,6 +57,31 @@ describe('send window', () => {
     assert.ok(second.servedAt - before < 2000, 'and soon after');
   });
 
+  it('a queue is in one of `ready` and `sched` at a time: moved within `sched` by a report, and out of `ready` when a pause puts it in `sched`', async () => {
+    const { q, arena, first } = await firstLease(10, ['one', 'two', 'three'], 10_000);
+    const ready = `weir:{${arena}}:ready`;
+    const sched = `weir:{${arena}}:sched`;
+    const qid = String(await fx.redis.hget(`weir:{${arena}}:qids`, 'a'));
+    const where = async (): Promise<[string | null, string | null]> => [await fx.redis.zscore(ready, qid), await fx.redis.zscore(sched, qid)];
+    // Held by the send window: in `sched` at the window's end.
+    const [r0, held] = await where();
+    assert.equal(r0, null);
+    assert.ok(held !== null);
+    assert.equal(await q.sent(first, true, 3), 'ok');
+    const [r1, next] = await where();
+    assert.equal(r1, null, 'not in ready after the report');
+    assert.ok(next !== null && Number(next) < Number(held), 'its slot in sched moved earlier, to the report plus the interval');
+    // A queue due now is in `ready` only; paused, it moves to `sched` only.
+    await q.setLimits(arena, { b: { rate: 10 } });
+    await q.enqueue(arena, 'b', ['x']);
+    const bid = String(await fx.redis.hget(`weir:{${arena}}:qids`, 'b'));
+    assert.ok((await fx.redis.zscore(ready, bid)) !== null);
+    assert.equal(await fx.redis.zscore(sched, bid), null);
+    await q.pause(arena, 'b', 5000);
+    assert.equal(await fx.redis.zscore(ready, bid), null, 'a paused queue leaves ready');
+    assert.ok((await fx.redis.zscore(sched, bid)) !== null, 'and waits in sched for the pause to end');
+  });
+
   it('a request reported never sent frees the next slot at the time its rate alone gives', async () => {
     const { q, arena, first } = await firstLease(2, ['one', 'two'], 10_000);
     assert.equal(await q.sent(first, false), 'ok');
