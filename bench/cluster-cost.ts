@@ -12,16 +12,14 @@
  *     --workers 2` of the 100-domain synthetic web (bench/web.ts), pointed at
  *     one node of the cluster.
  */
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { FairQueue, type Lease } from '../src/queue/index.js';
-import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startCluster, startRedis } from '../test/helpers/redis.js';
 import { drive, item } from './queue-cost.js';
 import { callsBetween, onEachNode, redisUsage, sum, totalCalls, type RedisUsage } from './redis-usage.js';
-import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
+import { crawlQuietly, isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -109,10 +107,7 @@ export async function clusterCrawlBenchmarks(out: Out, dir: string): Promise<voi
       await writeFile(seedPath, seed);
       const before = await usageOf(nodes.ports);
       const t0 = performance.now();
-      const code = await new Promise<number | null>((resolve) => {
-        const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', '64', '--out', join(dir, 'cluster-cost.jsonl'), '--redis', nodes.url], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
-        p.on('exit', resolve);
-      });
+      const code = await crawlQuietly(seedPath, 64, join(dir, 'cluster-cost.jsonl'), nodes.url);
       if (code !== 0) throw new Error(`weir crawl exited ${code}`);
       const seconds = (performance.now() - t0) / 1000;
       const pages = web.log.filter(isPageServed).length;

@@ -16,14 +16,12 @@
  * callgrind dumps for `callgrind_annotate` (a directory a crawl, printed).
  * Needs valgrind; skipped without it.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { addFields, addTo, type FieldAdds } from '../src/crawl/counters/add-fields.js';
-import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { has, startCounted } from './queue-instructions.js';
-import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
+import { crawlQuietly, isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -51,10 +49,7 @@ export async function crawlInstructionBenchmarks(out: Out, dir: string): Promise
         try {
           let code: number | null = null;
           const total = await server.count(async () => {
-            code = await new Promise<number | null>((resolve) => {
-              const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', '64', '--out', join(dir, 'count.jsonl'), '--redis', `redis://127.0.0.1:${server.redis.options.port}`], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
-              p.on('exit', resolve);
-            });
+            code = await crawlQuietly(seedPath, 64, join(dir, 'count.jsonl'), `redis://127.0.0.1:${server.redis.options.port}`);
           });
           if (code !== 0) throw new Error(`weir crawl exited ${code}`);
           perPage.push(total / web.log.filter(isPageServed).length);

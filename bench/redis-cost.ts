@@ -9,16 +9,14 @@
  *     a navigation bar of 8 links on every page and links to 3 other sites'
  *     front pages), `unlimited`, 4 in flight per domain.
  */
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { serveCorpus } from './corpus.js';
 import { callsBetween, redisUsage, scriptUsecBetween, totalCalls } from './redis-usage.js';
 import { ShadowCalls, type ShadowCost } from './shadow-calls.js';
-import { isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
+import { crawlQuietly, isPageServed, manyDomainSeed, startManyDomainWeb } from './web.js';
 
 type Out = (name: string, value: string, note?: string) => void;
 
@@ -51,10 +49,7 @@ async function crawlCost(seed: string, dir: string, concurrency: number, mirror?
     await writeFile(seedPath, seed);
     // Our own INFO calls are left out of the counts below.
     const before = await redisUsage(redis);
-    const code = await new Promise<number | null>((resolve) => {
-      const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', String(concurrency), '--out', join(dir, 'cost.jsonl'), '--redis', server.url], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
-      p.on('exit', resolve);
-    });
+    const code = await crawlQuietly(seedPath, concurrency, join(dir, 'cost.jsonl'), server.url);
     const after = await redisUsage(redis);
     const shadows = await shadow?.stop();
     if (code !== 0) throw new Error(`weir crawl exited ${code}`);

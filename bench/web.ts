@@ -5,7 +5,9 @@
  * Crawl-delay and optional traps (pages that first answer 429 or 503 with
  * Retry-After). Every request is logged with the server's own clock.
  */
+import { spawn } from 'node:child_process';
 import type { RequestListener } from 'node:http';
+import { cliBundle } from '../test/helpers/cli-bundle.js';
 import { smallestGap } from '../test/helpers/web.js';
 import { listenSites, type Sites } from './sites.js';
 
@@ -65,7 +67,6 @@ export async function startSyntheticWeb(specs: SiteSpec[]): Promise<SyntheticWeb
   return { ...sites, log, reset: () => void log.splice(0) };
 }
 
-/** Requests per site, from the log. */
 /**
  * The many-domain web the crawl benches share (BENCH_PART=redis,
  * redis-count, cluster and polite of bench:crawl): `sites` sites of 35
@@ -84,6 +85,19 @@ export function manyDomainSeed(web: SyntheticWeb, rate: string, arena = 'cost'):
 /** A request the crawl benches count as a page: served with 200, not robots.txt. */
 export const isPageServed = (r: { path: string; status: number }): boolean => r.status === 200 && r.path !== '/robots.txt';
 
+/**
+ * `weir crawl SEED --workers 2` (the bundled command: cli-bundle.ts)
+ * against `redisUrl`, its records to `outPath`, logging only warnings; its
+ * exit code.
+ */
+export function crawlQuietly(seedPath: string, concurrency: number, outPath: string, redisUrl: string): Promise<number | null> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [cliBundle(), 'crawl', seedPath, '--workers', '2', '--concurrency', String(concurrency), '--out', outPath, '--redis', redisUrl], { stdio: 'ignore', env: { ...process.env, WEIR_LOG_LEVEL: 'warn' } });
+    p.on('exit', resolve);
+  });
+}
+
+/** Requests per site, from the log. */
 export function requestsBySite(log: SyntheticWeb['log'], sites: number): number[] {
   const n = new Array<number>(sites).fill(0);
   for (const r of log) n[r.site] = (n[r.site] ?? 0) + 1;

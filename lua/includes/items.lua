@@ -122,9 +122,15 @@ do
   -- once it is at least half the chunk, when it costs less to cut than to
   -- keep: the open chunk then holds the items still queued, at offset 0.
   -- (Its items are the queue's queued ones but for its front stack.)
+  -- The open chunk's bytes, its parts joined once (a batch may read several
+  -- items of it).
+  local function tail_bytes(tail)
+    if #tail.parts > 1 then tail.parts = { tconcat(tail.parts) } end
+    return tail.parts[1] or ''
+  end
+
   local function drop_read_part(st, tail)
-    local data = #tail.parts > 1 and tconcat(tail.parts) or tail.parts[1] or ''
-    local live = ssub(data, st.ho + 1)
+    local live = ssub(tail_bytes(tail), st.ho + 1)
     tail.parts = live ~= '' and { live } or {}
     tail.dirty = true
     st.ho = 0
@@ -188,12 +194,7 @@ do
   -- the record ("<qid>:h", read with it or now), moved there from `items`
   -- when it is not there yet.
   local function head_data(qid, st)
-    if st.hc == st.tc then
-      -- (Joined once: a batch may read several items of it.)
-      local tail = open_tail(qid, st)
-      if #tail.parts > 1 then tail.parts = { tconcat(tail.parts) } end
-      return tail.parts[1] or ''
-    end
+    if st.hc == st.tc then return tail_bytes(open_tail(qid, st)) end
     local head = HEADC[qid]
     if not head then
       -- (Nothing read through in this call yet: "<qid>:h" is chunk hc or empty.)

@@ -36,11 +36,17 @@ export function addFields(p: ChainableCommander, adds: FieldAdds): void {
   const keys: string[] = [];
   const args: (string | number)[] = [];
   for (const [key, fields] of adds) {
-    const pairs: (string | number)[] = [];
-    for (const [field, n] of fields) if (Number.isFinite(n)) pairs.push(field, Math.round(n));
-    if (pairs.length === 0) continue;
+    // (Its count first, filled in after its pairs: no copy of them, nor a
+    // spread of thousands of arguments into one push.)
+    const at = args.push(0) - 1;
+    for (const [field, n] of fields) if (Number.isFinite(n)) args.push(field, Math.round(n));
+    const count = (args.length - at - 1) / 2;
+    if (count === 0) {
+      args.length = at;
+      continue;
+    }
+    args[at] = count;
     keys.push(key);
-    args.push(pairs.length / 2, ...pairs);
   }
   if (keys.length > 0) p.eval(ADD_FIELDS, keys.length, ...keys, ...args);
 }
